@@ -1,0 +1,39 @@
+"""caveman-engine: compress what AI agents send to models, keep every original recoverable.
+
+    >>> import caveman_engine
+    >>> result = caveman_engine.compress(catalog_bytes, type="toolschema")
+    >>> result.output, result.recovery_handle
+    >>> caveman_engine.retrieve(result.recovery_handle) == catalog_bytes
+    True
+
+The functions here use the default recovery store (``CAVEMAN_CCR_DB`` / ``CAVEMAN_HOME`` /
+``~/.caveman/ccr.db``); build an :class:`~caveman_engine.engine.Engine` with your own
+:class:`~caveman_engine.store.Store` to choose another.
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+__all__ = ["compress", "detect", "retrieve", "__version__"]
+
+
+def compress(data: bytes, type: str | None = None):
+    """Compress ``data`` (auto-detected, or forced ``type``) into the default store."""
+    from .engine import default_engine
+
+    return default_engine().compress(data, type)
+
+
+def detect(data: bytes) -> str:
+    """The content type of ``data``; never loads the tokenizer or opens the store."""
+    from .detect import detect as _detect
+
+    return _detect(data)
+
+
+def retrieve(handle: str) -> bytes:
+    """The exact original bytes stored under ``handle``."""
+    from .engine import default_engine
+
+    return default_engine().retrieve(handle)
