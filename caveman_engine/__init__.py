@@ -17,6 +17,10 @@ __version__ = "0.1.0"
 
 __all__ = ["compress", "detect", "retrieve", "__version__"]
 
+# Import the `detect` submodule before defining the `detect` function below: importing a
+# submodule later would rebind the package attribute `detect` to the module.
+from . import detect as _detect_module  # noqa: E402
+
 
 def compress(data: bytes, type: str | None = None):
     """Compress ``data`` (auto-detected, or forced ``type``) into the default store."""
@@ -27,9 +31,7 @@ def compress(data: bytes, type: str | None = None):
 
 def detect(data: bytes) -> str:
     """The content type of ``data``; never loads the tokenizer or opens the store."""
-    from .detect import detect as _detect
-
-    return _detect(data)
+    return _detect_module.detect(data)
 
 
 def retrieve(handle: str) -> bytes:

@@ -18,14 +18,13 @@ fallback that only pathological inputs reach.
 
 from __future__ import annotations
 
-import json
 import re
-from json.decoder import scanstring as _scanstring
 from typing import Any, Callable
 
-import orjson
-
 from . import gotext
+
+# json and orjson are imported on first use: `detect` only needs `valid`, usually answered by
+# simdjson, and must start fast.
 
 MAX_DEPTH = 10000
 BOM = b"\xef\xbb\xbf"
@@ -67,7 +66,9 @@ _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abcdefABCDEF]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def _make_decoder(object_pairs_hook: Callable | None) -> json.JSONDecoder:
+def _make_decoder(object_pairs_hook: Callable | None):
+    import json
+
     return json.JSONDecoder(
         parse_int=Number,
         parse_float=Number,
@@ -77,7 +78,7 @@ def _make_decoder(object_pairs_hook: Callable | None) -> json.JSONDecoder:
     )
 
 
-_DECODER = _make_decoder(None)
+_DECODER = None
 
 
 def loads(
@@ -109,7 +110,13 @@ def loads(
         i += 1
     if i == n:
         raise JSONError("empty input")
-    decoder = _DECODER if object_pairs_hook is None else _make_decoder(object_pairs_hook)
+    global _DECODER
+    if object_pairs_hook is None:
+        if _DECODER is None:
+            _DECODER = _make_decoder(None)
+        decoder = _DECODER
+    else:
+        decoder = _make_decoder(object_pairs_hook)
     try:
         value, end = decoder.raw_decode(text, i)
     except RecursionError:
@@ -191,8 +198,10 @@ class _IterativeParser:
         t = self.text
         c = t[i : i + 1]
         if c == '"':
+            from json.decoder import scanstring
+
             try:
-                return _scanstring(t, i + 1, True)
+                return scanstring(t, i + 1, True)
             except ValueError as exc:
                 raise JSONError(str(exc)) from None
         if t.startswith("true", i):
@@ -296,6 +305,8 @@ def _go_escape(out: bytes) -> bytes:
 
 
 def _default(obj: Any) -> Any:
+    import orjson
+
     if isinstance(obj, Number):
         return orjson.Fragment(obj.literal)
     raise TypeError(f"cannot encode {type(obj).__name__}")
@@ -308,17 +319,19 @@ def dumps(value: Any, *, sort_keys: bool = True, indent: bool = False) -> bytes:
     floats are not accepted implicitly (their text differs from Go's); pass
     ``go_float_fragment(x)`` instead.
     """
+    import orjson
+
     option = (orjson.OPT_SORT_KEYS if sort_keys else 0) | (orjson.OPT_INDENT_2 if indent else 0)
     try:
         out = orjson.dumps(value, default=_default, option=option)
-    except (orjson.JSONEncodeError, TypeError) as exc:
-        if isinstance(exc, TypeError) and not isinstance(exc, orjson.JSONEncodeError):
-            raise
+    except orjson.JSONEncodeError:  # too deep, lone surrogate, int beyond 64 bits
         out = _dumps_iterative(value, sort_keys, indent)
     return _go_escape(out)
 
 
 def _encode_str(s: str) -> str:
+    import json
+
     if _SURROGATE.search(s):
         s = _SURROGATE.sub("\ufffd", s)
     return json.dumps(s, ensure_ascii=False)
@@ -327,6 +340,8 @@ def _encode_str(s: str) -> str:
 def _dumps_iterative(value: Any, sort_keys: bool, indent: bool) -> bytes:
     """Fallback writer for what orjson refuses: nesting beyond its limit, lone surrogates,
     integers beyond 64 bits."""
+    import orjson
+
     parts: list[str] = []
     # stack items: ("v", value, depth) to write a value, ("s", text) to write raw text
     stack: list[tuple] = [("v", value, 0)]
@@ -421,5 +436,8 @@ def go_float(x: float) -> str:
     return sign + m + "e" + es
 
 
-def go_float_fragment(x: float) -> orjson.Fragment:
+def go_float_fragment(x: float):
+    """``go_float`` as an ``orjson.Fragment`` for :func:`dumps`."""
+    import orjson
+
     return orjson.Fragment(go_float(x))

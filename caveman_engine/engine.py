@@ -1,0 +1,240 @@
+"""The compress pipeline (spec §2).
+
+Data flows one way: bytes in → limit → unwrap → forced type or detect → compressor → rewrap →
+token check → store original → bytes out + report. A compressor only maps bytes to bytes; this
+module decides whether its output is worth emitting and makes sure it is recoverable first.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import jsonio, registry, wrappers
+from .compressors import Compressed
+from .detect import detect as detect_type
+from .limits import check_size
+from .store import BudgetExceeded, Store, StoreError
+from .tokens import Counter, make_counter
+
+ERR_BUDGET = "cave_ccr_budget_exceeded"
+ERR_UNAVAILABLE = "cave_ccr_unavailable"
+
+
+@dataclass
+class Result:
+    output: bytes
+    content_type: str
+    tokens_before: int
+    tokens_after: int
+    token_count_basis: str
+    ratio: float = 0.0
+    basis: str = "inferred"
+    recovery_handle: str | None = None
+    method: str | None = None
+    lossless_to_model: bool | None = None
+    error: str | None = None  # ERR_BUDGET / ERR_UNAVAILABLE: the original was not stored
+    error_detail: str | None = None
+
+    @property
+    def transformed(self) -> bool:
+        return self.recovery_handle is not None
+
+    def is_clean_passthrough(self, original: bytes) -> bool:
+        return (
+            self.output == original
+            and self.recovery_handle is None
+            and self.method is None
+            and self.ratio == 0
+            and self.tokens_after == self.tokens_before
+        )
+
+    def report(self) -> bytes:
+        """The one-line JSON report (spec §1.3), fields in the reference's order."""
+        fields: dict = {
+            "content_type": self.content_type,
+            "tokens_before": self.tokens_before,
+            "tokens_after": self.tokens_after,
+            "token_count_basis": self.token_count_basis,
+            "ratio": jsonio.go_float_fragment(self.ratio),
+            "basis": self.basis,
+        }
+        if self.recovery_handle is not None:
+            fields["recovery_handle"] = self.recovery_handle
+            fields["method"] = self.method
+            fields["lossless_to_model"] = bool(self.lossless_to_model)
+        if self.error is not None:
+            fields["error"] = self.error
+        return jsonio.dumps(fields, sort_keys=False)
+
+
+def _best_of_json() -> bool:
+    return os.environ.get("CAVE_ENGINE_TOON", "").lower() == "best-of"
+
+
+class Engine:
+    """Compress and retrieve against one store (None: S4 output cannot be stored, so every
+    lossy compressor passes through)."""
+
+    def __init__(self, store: Store | None = None, counter: Counter | None = None) -> None:
+        self.store = store
+        self._counter = counter
+
+    @property
+    def counter(self) -> Counter:
+        if self._counter is None:
+            self._counter = make_counter(_cache_dir(self.store))
+        return self._counter
+
+    def count(self, data: bytes) -> int:
+        if not data:
+            return 0
+        counter = self.counter
+        try:
+            return counter.count(data)
+        except Exception:
+            return Counter().count(data)
+
+    # -- compress
+
+    def compress(self, data: bytes, content_type: str | None = None) -> Result:
+        check_size(data)
+        body, layers = wrappers.unwrap(data)
+        forced = content_type if content_type not in (None, "", "auto") else None
+        ct = forced if forced is not None else detect_type(body)
+        before = self.count(data)
+        passthrough = Result(data, ct, before, before, self.counter.name)
+
+        found = registry.compressor(ct)
+        if found is None:
+            return passthrough
+        module, safety = found
+        if safety.requires_ccr and self.store is None:
+            return passthrough
+        produced = self._run(module, body)
+        if produced is None:
+            return passthrough
+        out = wrappers.rewrap(produced.data, layers)
+        if out == data:
+            return passthrough
+        after = self.count(out)
+        if after >= before:
+            return passthrough
+
+        method = produced.method or module.CONTENT_TYPE
+        lossless = (
+            produced.lossless_to_model
+            if produced.lossless_to_model is not None
+            else safety.reversible
+        )
+        handle = None
+        if safety.requires_ccr:
+            try:
+                handle = self.store.put(
+                    data,
+                    content_type=ct,
+                    compressor=module.CONTENT_TYPE,
+                    tokens_before=before,
+                    tokens_after=after,
+                    metadata=produced.metadata,
+                )
+            except BudgetExceeded as exc:
+                passthrough.error, passthrough.error_detail = ERR_BUDGET, str(exc)
+                return passthrough
+            except Exception as exc:  # any store failure: never emit what cannot be recovered
+                passthrough.error, passthrough.error_detail = ERR_UNAVAILABLE, str(exc)
+                return passthrough
+        return Result(
+            out,
+            ct,
+            before,
+            after,
+            self.counter.name,
+            ratio=(before - after) / before,
+            recovery_handle=handle,
+            method=method,
+            lossless_to_model=lossless,
+        )
+
+    def _run(self, module, body: bytes) -> Compressed | None:
+        """Run a compressor; anything it raises is a decline."""
+        if module.CONTENT_TYPE == "json" and _best_of_json():
+            return self._best_of_json(module, body)
+        try:
+            produced = module.compress(body)
+        except Exception:
+            return None
+        if produced is None:
+            return None
+        if isinstance(produced, (bytes, bytearray)):
+            return Compressed(bytes(produced))
+        if isinstance(produced, Compressed) and isinstance(produced.data, bytes):
+            return produced
+        return None
+
+    def _best_of_json(self, json_module, body: bytes) -> Compressed | None:
+        """``CAVE_ENGINE_TOON=best-of`` (spec §2.7): TOON first; elision replaces it only when
+        strictly smaller; either must have fewer tokens than the input."""
+        limit = self.count(body)
+        best: tuple[int, Compressed] | None = None
+        toon = registry.compressor("toon")
+        for module in ([toon[0]] if toon else []) + [json_module]:
+            try:
+                produced = module.compress(body)
+            except Exception:
+                continue
+            if produced is None:
+                continue
+            if isinstance(produced, bytes):
+                produced = Compressed(produced)
+            n = self.count(produced.data)
+            if n < limit and (best is None or n < best[0]):
+                best = (n, produced)
+        if best is None:
+            return None
+        produced = best[1]
+        if produced.method is None:
+            produced = Compressed(produced.data, "elision", False, produced.metadata)
+        return produced
+
+    # -- retrieve
+
+    def retrieve(self, handle: str, query: str | None = None) -> bytes:
+        if self.store is None:
+            from .store import NotFound
+
+            raise NotFound()
+        original = self.store.retrieve(handle)
+        if query is None or not query.strip():
+            return original
+        try:
+            from .narrow import narrow
+        except ImportError:
+            return original
+        return narrow(original, query)
+
+
+def _cache_dir(store: Store | None) -> Path | None:
+    """Where the tokenizer's rank cache lives: ``CAVEMAN_CACHE_DIR``, else next to the store,
+    else the Caveman home directory if it exists."""
+    explicit = os.environ.get("CAVEMAN_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    if store is not None and store.path != ":memory:":
+        return Path(store.path).parent
+    home = os.environ.get("CAVEMAN_HOME") or os.path.join(os.path.expanduser("~"), ".caveman")
+    return Path(home) if os.path.isdir(home) else None
+
+
+_DEFAULT: Engine | None = None
+
+
+def default_engine() -> Engine:
+    """A process-wide engine on the default store (``caveman_engine.compress`` & co.)."""
+    global _DEFAULT
+    if _DEFAULT is None:
+        from .store import open_store
+
+        _DEFAULT = Engine(open_store())
+    return _DEFAULT

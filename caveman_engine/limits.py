@@ -1,0 +1,15 @@
+"""Input limits shared by the CLI and the engine (kept import-light for `detect`)."""
+
+from __future__ import annotations
+
+MAX_INPUT = 64 << 20  # 67,108,864 bytes: accepted; one more byte is refused
+
+
+class InputTooLarge(ValueError):
+    def __init__(self) -> None:
+        super().__init__(f"cave_input_too_large: stdin exceeds {MAX_INPUT} bytes")
+
+
+def check_size(data: bytes) -> None:
+    if len(data) > MAX_INPUT:
+        raise InputTooLarge()

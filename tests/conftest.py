@@ -1,0 +1,71 @@
+"""Shared fixtures: the real console script, run as a subprocess against a fresh store."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+TESTS = Path(__file__).resolve().parent
+CONFORMANCE = TESTS / "conformance"
+CORPUS = TESTS / "corpus"
+
+
+def console_script() -> str:
+    """The installed ``caveman-engine`` next to this interpreter (the venv under test)."""
+    beside = Path(sys.executable).with_name("caveman-engine")
+    if beside.exists():
+        return str(beside)
+    found = shutil.which("caveman-engine")
+    if not found:
+        raise RuntimeError("caveman-engine console script is not installed")
+    return found
+
+
+@dataclass
+class Run:
+    returncode: int
+    stdout: bytes
+    stderr: bytes
+
+
+@pytest.fixture(scope="session")
+def rank_cache_dir(tmp_path_factory) -> Path:
+    """One tokenizer rank cache for the whole session (fresh stores per test otherwise)."""
+    d = tmp_path_factory.mktemp("rankcache")
+    d.chmod(0o700)
+    return d
+
+
+@pytest.fixture
+def store_dir(tmp_path) -> Path:
+    d = tmp_path / "store"
+    d.mkdir(mode=0o700)
+    return d
+
+
+@pytest.fixture
+def cli(store_dir, rank_cache_dir):
+    """Run the real CLI: ``cli(*args, input=b"...", env={...})`` against a fresh store."""
+
+    def run(*args: str, input: bytes = b"", env: dict | None = None, timeout: float = 120) -> Run:
+        full_env = dict(os.environ)
+        full_env.pop("CAVE_ENGINE_TOON", None)
+        full_env["CAVEMAN_CCR_DB"] = str(store_dir / "ccr.db")
+        full_env["CAVEMAN_CACHE_DIR"] = str(rank_cache_dir)
+        full_env.update(env or {})
+        for k, v in list(full_env.items()):
+            if v is None:
+                del full_env[k]
+        p = subprocess.run(
+            [console_script(), *args], input=input, capture_output=True, env=full_env,
+            timeout=timeout,
+        )
+        return Run(p.returncode, p.stdout, p.stderr)
+
+    return run
