@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import jsonio, registry, wrappers
+from . import gotext, jsonio, registry, wrappers
 from .compressors import Compressed
 from .detect import detect as detect_type
 from .limits import check_size
@@ -206,7 +206,7 @@ class Engine:
 
             raise NotFound()
         original = self.store.retrieve(handle)
-        if query is None or not query.strip():
+        if query is None or gotext.is_blank(query):
             return original
         try:
             from .narrow import narrow
