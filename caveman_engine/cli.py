@@ -86,7 +86,13 @@ class CavemanGroup(click.Group):
         fail(f"caveman-engine{' ' + cmd if cmd else ''}: {exc.format_message()}", 2)
 
     # Commands that live beside their feature, imported only when used.
-    lazy = {"mcp": "caveman_engine.mcp.cli:mcp_command"}
+    lazy = {
+        "mcp": "caveman_engine.mcp.cli:mcp_command",
+        "measure": "caveman_engine.catalog.cli:measure",
+        "check": "caveman_engine.catalog.cli:check",
+        "diff": "caveman_engine.catalog.cli:diff",
+        "verify": "caveman_engine.catalog.cli:verify",
+    }
 
     def list_commands(self, ctx):
         return sorted(set(super().list_commands(ctx)) | set(self.lazy))
