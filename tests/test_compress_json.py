@@ -1,0 +1,100 @@
+"""``json`` elision (spec §6.1): the general vectors, the spec's arrayJSON example (§10.2 #27,
+#30) and the structural rules (verbatim keys, existing markers, note placement, declines)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from caveman_engine.compressors import Compressed
+from caveman_engine.compressors import json as jsonc
+
+from .test_compress_lines import check_vector, vector_cases
+
+ARRAY_JSON = (
+    b'{"results":[{"id":1},{"id":2},{"id":3},{"id":4},{"id":5},{"id":6},{"id":7},{"id":8},'
+    b'{"id":9},{"id":10},{"id":11},{"id":12}],"error":null}'
+)
+
+
+@pytest.mark.parametrize(("ctype", "case", "stdout"), vector_cases(("json",)))
+def test_general_vector(ctype: str, case: str, stdout: str | None) -> None:
+    check_vector(ctype, case, stdout)
+
+
+def test_array_json_27_and_idempotence_30() -> None:
+    assert len(ARRAY_JSON) == 137
+    out = jsonc.compress(ARRAY_JSON)
+    assert out == Compressed(
+        b'{"error":null,"results":[{"id":1},{"id":2},{"id":3},'
+        b'{"__caveman_elided__":7,"__caveman_invariants__":"range id=4..10"},{"id":11},{"id":12}]}',
+        method="elision",
+    )
+    assert jsonc.compress(out.data) is None
+
+
+def test_declines() -> None:
+    assert jsonc.compress(b'{"a":[1,2,3,4,5,6,7,8]}') is None  # no array longer than 8
+    assert jsonc.compress(b'{"results":[1,2,3,  <-- not json') is None
+    assert jsonc.compress(b'{"a":1} {"b":2}') is None  # a second value
+    assert jsonc.compress(b"[" * 20000 + b"]" * 20000) is None  # deeper than Go's limit
+    assert jsonc.compress(b"[" * 5000 + b"]" * 5000) is None  # deep but nothing to collapse
+
+
+def test_trailing_bracket_tolerated_like_go_decoder() -> None:
+    assert jsonc.compress(ARRAY_JSON + b"]") == jsonc.compress(ARRAY_JSON)
+
+
+def _rows(n: int, **extra) -> list[dict]:
+    return [{"id": i, "name": "svc", "state": "running", **extra} for i in range(n)]
+
+
+def test_errorish_keys_kept_verbatim_and_markers_left_alone() -> None:
+    doc = {"details": _rows(20), "items": _rows(20)}
+    out = json.loads(jsonc.compress(json.dumps(doc).encode()).data)
+    assert out["details"] == doc["details"]
+    assert [x.get("id") for x in out["items"]] == [0, 1, 2, None, 18, 19]
+    assert out["items"][3] == {
+        "__caveman_elided__": 15,
+        "__caveman_invariants__": "all name=svc state=running; range id=3..17",
+    }
+    premarked = {"items": doc["items"][:3] + [{"__caveman_elided__": 2}] + doc["items"][5:]}
+    assert jsonc.compress(json.dumps(premarked).encode()) is None
+
+
+def test_errorish_elements_and_anomalies_are_kept() -> None:
+    rows = _rows(30)
+    rows[10]["name"] = "svc failed"
+    rows[20]["latency"] = 5  # only element with this path: fewer than 4 values, no anomaly
+    for i, r in enumerate(rows):
+        r["ms"] = 40 + (i % 5)
+    rows[15]["ms"] = 900  # robust z far above 2
+    out = json.loads(jsonc.compress(json.dumps({"r": rows}).encode()).data)["r"]
+    kept = [x["id"] for x in out if "id" in x]
+    assert 10 in kept and 15 in kept
+    assert {14, 16} <= set(kept)  # both sides of the change-point seams around the spike
+
+
+def test_note_only_on_first_large_run() -> None:
+    pad = "x" * 60
+    doc = {"a": [{"id": i, "pad": pad} for i in range(120)],
+           "b": [{"id": i, "pad": pad} for i in range(120)]}
+    out = json.loads(jsonc.compress(json.dumps(doc).encode()).data)
+    notes = [x for k in ("a", "b") for x in out[k] if "__caveman_note__" in x]
+    assert len(notes) == 1 and notes[0] in out["a"]
+    assert notes[0]["__caveman_note__"].startswith("\u2026 caveman: elided elements resemble")
+
+
+def test_small_first_run_takes_the_note_slot() -> None:
+    # the note goes to the first collapsed run only, and only if that run is ≥ 4096 bytes
+    doc = {"a": [{"id": i} for i in range(12)],
+           "b": [{"id": i, "pad": "y" * 80} for i in range(120)]}
+    out = jsonc.compress(json.dumps(doc).encode()).data
+    assert b"__caveman_note__" not in out
+
+
+def test_go_escaping_in_output() -> None:
+    rows = [{"id": i, "html": "<b>&</b>"} for i in range(12)]
+    out = jsonc.compress(json.dumps(rows).encode()).data
+    assert b"\\u003cb\\u003e\\u0026\\u003c/b\\u003e" in out
