@@ -38,20 +38,27 @@ APPROX_NAME = "approx-chars/4"
 
 # Inputs at least this long are counted by tiktoken's encoder (building it pays off there).
 LARGE_INPUT = 128 * 1024
+# Pre-split pieces longer than this are merged by the encoder even for small inputs.
+LONG_PIECE = 256
 
-# tiktoken's o200k_base split pattern, with \s / \S spelled as the Unicode White_Space property
-# they mean in the Rust regex engine (the `regex` module's \s would also take U+001C..U+001F).
+# The o200k_base split pattern as the reference engine's tokenizer applies it. It differs from
+# OpenAI's tiktoken in one place: a run of whitespace ending in newlines only starts with the
+# spaces/tabs *before* the first newline (`[^\S\r\n]*[\r\n]+` where tiktoken has `\s*[\r\n]+`),
+# so "\n \n" is two pieces, "\n" and " \n" (a diff's blank context line costs one more token).
+# Every token count of the reference's conformance vectors agrees with this form.
 _PAT_STR = "|".join(
     [
         r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
         r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
         r"""\p{N}{1,3}""",
         r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
-        r"""\s*[\r\n]+""",
+        r"""[^\S\r\n]*[\r\n]+""",
         r"""\s+(?!\S)""",
         r"""\s+""",
     ]
 )
+# For the `regex` module, \s / \S are spelled as the Unicode White_Space property they mean in
+# the Rust regex engine (the `regex` module's \s would also take U+001C..U+001F).
 _PY_PAT_STR = _PAT_STR.replace(r"\s", r"\p{White_Space}").replace(r"\S", r"\P{White_Space}")
 
 _MAGIC = b"CAVBPE01"
@@ -275,11 +282,26 @@ class O200kCounter(Counter):
             n = memo.get(piece)
             if n is None:
                 b = piece.encode()
-                n = 1 if rank(b) is not None else _merge_count(b, rank)
+                if rank(b) is not None:
+                    n = 1
+                elif len(b) > LONG_PIECE:
+                    n = self._long_piece_count(b)
+                else:
+                    n = _merge_count(b, rank)
                 if len(memo) < 65536:
                     memo[piece] = n
             total += n
         return total
+
+
+    def _long_piece_count(self, piece: bytes) -> int:
+        """Merging is quadratic in Python; long pieces (a minified blob, a run of one letter)
+        go to the encoder's byte-pair merge for that single piece."""
+        encoding = self.encoding()
+        single = getattr(encoding, "_encode_single_piece", None)
+        if single is None:
+            return _merge_count(piece, self._rank_table().rank)
+        return len(single(piece))
 
 
 def _merge_count(piece: bytes, rank) -> int:
