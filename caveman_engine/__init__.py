@@ -22,11 +22,11 @@ __all__ = ["compress", "detect", "retrieve", "__version__"]
 from . import detect as _detect_module  # noqa: E402
 
 
-def compress(data: bytes, type: str | None = None):
-    """Compress ``data`` (auto-detected, or forced ``type``) into the default store."""
-    from .engine import default_engine
-
-    return default_engine().compress(data, type)
+def compress(data: bytes, type: str | None = None, *, store=None):
+    """Compress ``data`` (auto-detected, or forced ``type``; ``None`` detects). The original is
+    kept in ``store`` (a :class:`~caveman_engine.store.Store` or a path; default: the default
+    store). Returns an :class:`~caveman_engine.engine.Result`."""
+    return _engine(store).compress(data, type)
 
 
 def detect(data: bytes) -> str:
@@ -34,8 +34,15 @@ def detect(data: bytes) -> str:
     return _detect_module.detect(data)
 
 
-def retrieve(handle: str) -> bytes:
-    """The exact original bytes stored under ``handle``."""
-    from .engine import default_engine
+def retrieve(handle: str, *, store=None) -> bytes:
+    """The exact original bytes stored under ``handle`` (raises ``store.NotFound``)."""
+    return _engine(store).retrieve(handle)
 
-    return default_engine().retrieve(handle)
+
+def _engine(store):
+    from .engine import Engine, default_engine
+    from .store import Store
+
+    if store is None:
+        return default_engine()
+    return Engine(store if isinstance(store, Store) else Store(str(store)))
