@@ -444,29 +444,18 @@ class Store:
     def get(self, handle: str) -> bytes:
         """The stored bytes for a blob handle (``ccr_obj_…``: the typed object's data)."""
         check_handle(handle)
-        with self._lock:
-            try:
-                if handle.startswith("ccr_obj_"):
-                    row = self._conn.execute(
-                        "SELECT data FROM typed_objects WHERE object_id = ?", (handle,)
-                    ).fetchone()
-                else:
-                    row = self._conn.execute(
-                        "SELECT original FROM recoveries WHERE handle = ?", (handle,)
-                    ).fetchone()
-            except sqlite3.Error as exc:
-                raise StoreError(f"ccr get: {exc}") from None
-        if row is None:
-            raise NotFound()
-        return bytes(row[0])
+        if handle.startswith("ccr_obj_"):
+            return self.get_object_data(handle)
+        return self._fetch("SELECT original FROM recoveries WHERE handle = ?", handle)
 
     def get_object_data(self, object_id: str) -> bytes:
         check_handle(object_id)
+        return self._fetch("SELECT data FROM typed_objects WHERE object_id = ?", object_id)
+
+    def _fetch(self, sql: str, key: str) -> bytes:
         with self._lock:
             try:
-                row = self._conn.execute(
-                    "SELECT data FROM typed_objects WHERE object_id = ?", (object_id,)
-                ).fetchone()
+                row = self._conn.execute(sql, (key,)).fetchone()
             except sqlite3.Error as exc:
                 raise StoreError(f"ccr get: {exc}") from None
         if row is None:
