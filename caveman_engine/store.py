@@ -127,16 +127,23 @@ def _secure_parent(path: str) -> str:
 
 
 def _secure_file(path: str, *, create: bool) -> None:
+    """Create ``path`` exclusively with mode 0600 (``create``), or check an existing entry:
+    a regular file (never a symlink), owned by us, tightened to 0600.
+
+    Existing files are handled by path, never through a descriptor: closing any descriptor of
+    a file drops every POSIX lock this process holds on it, SQLite's included, and another
+    process would then re-initialise the shared-memory index under a live connection (SIGBUS).
+    The entry cannot be swapped between lstat and chmod: the parent is private, or sticky."""
     label = "secure sqlite" if create else "secure sqlite sidecar"
-    nofollow = getattr(os, "O_NOFOLLOW", 0)
     try:
         try:
             st = os.lstat(path)
         except FileNotFoundError:
             if not create:
                 return
+            flags = os.O_CREAT | os.O_EXCL | os.O_RDWR | getattr(os, "O_NOFOLLOW", 0)
             try:
-                fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_RDWR | nofollow, 0o600)
+                fd = os.open(path, flags, 0o600)
             except FileExistsError:
                 st = os.lstat(path)
             else:
@@ -145,19 +152,14 @@ def _secure_file(path: str, *, create: bool) -> None:
                 return
         if not stat.S_ISREG(st.st_mode):
             raise StoreError(f'{label} "{path}": refusing non-regular file')
-        try:
-            fd = os.open(path, os.O_RDWR | nofollow)
-        except FileNotFoundError:
-            if not create:
-                return  # a checkpoint removed the sidecar meanwhile
-            raise
-        try:
-            fst = os.fstat(fd)
-            if (fst.st_ino, fst.st_dev) != (st.st_ino, st.st_dev):
-                raise StoreError(f'{label} "{path}": file changed while opening')
-            os.fchmod(fd, 0o600)
-        finally:
-            os.close(fd)
+        if hasattr(os, "geteuid") and st.st_uid != os.geteuid():
+            raise StoreError(f'{label} "{path}": refusing file owned by another user')
+        if stat.S_IMODE(st.st_mode) != 0o600:
+            try:
+                os.chmod(path, 0o600)
+            except FileNotFoundError:
+                if create:
+                    raise
     except StoreError:
         raise
     except OSError as exc:
@@ -165,6 +167,8 @@ def _secure_file(path: str, *, create: bool) -> None:
 
 
 def _secure_all(canonical: str) -> None:
+    """The database file and its -wal/-shm sidecars: run before SQLite opens the file (so the
+    file is created 0600) and again after (sidecars SQLite created)."""
     _secure_file(canonical, create=True)
     _secure_file(canonical + "-wal", create=False)
     _secure_file(canonical + "-shm", create=False)

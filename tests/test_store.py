@@ -437,3 +437,42 @@ def test_store_write_failure_passes_through_as_unavailable(cli, store_dir):
     report = json.loads(r.stderr)
     assert report["error"] == "cave_ccr_unavailable"
     assert "recovery_handle" not in report and report["ratio"] == 0
+
+
+SAME_PROCESS = """
+import sys
+from caveman_engine.store import Store
+stores = [Store(sys.argv[1]) for _ in range(3)]
+for i in range(40):
+    for s in stores:
+        s.put(b"%s-%d" % (sys.argv[2].encode(), i), content_type="t", compressor="t",
+              tokens_before=2, tokens_after=1)
+    if i % 10 == 0:
+        Store(sys.argv[1]).close()  # opening and closing must not drop the others' locks
+print("done")
+"""
+
+
+def test_several_stores_per_process_keep_their_locks(store_dir):
+    """Opening a store never opens/closes descriptors of a live database file: that would
+    release this process's POSIX locks and let another process reset the WAL index (the
+    symptom was SIGBUS in COMMIT)."""
+    path = str(store_dir / "ccr.db")
+    procs = [subprocess.Popen([sys.executable, "-c", SAME_PROCESS, path, tag],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+             for tag in ("x", "y")]
+    for p in procs:
+        out, err = p.communicate(timeout=120)
+        assert (p.returncode, out) == (0, b"done\n"), err
+    with Store(path) as s:
+        assert s._conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        assert s.summary().totals.count == 80
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="needs root to chown")
+def test_database_owned_by_another_user_is_refused(store_dir):
+    path = store_dir / "ccr.db"
+    path.write_bytes(b"")
+    os.chown(path, 65534, 65534)
+    with pytest.raises(StoreError, match="owned by another user"):
+        Store(str(path))
