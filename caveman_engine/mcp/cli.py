@@ -1,0 +1,78 @@
+"""``caveman-engine mcp [--type T] [--fields F,...] [--retrieve-tool] -- COMMAND [ARGS...]``."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+USAGE = (
+    "usage: caveman-engine mcp [--type <tool-schema type>] [--fields description,...] "
+    "[--retrieve-tool] -- COMMAND [ARGS...]"
+)
+
+
+def _tool_types() -> list[str]:
+    from .. import registry
+
+    return [e.type for e in registry.entries() if "tool_schema" in e.segment_kinds and e.implemented]
+
+
+def parse_fields(value: str | None) -> tuple[str, ...]:
+    """Comma-separated, each trimmed, empties dropped (caveman-shrink's CAVEMAN_SHRINK_FIELDS)."""
+    if value is None:
+        return ("description",)
+    return tuple(f.strip() for f in value.split(",") if f.strip())
+
+
+@click.command(
+    "mcp",
+    context_settings={"allow_interspersed_args": False, "help_option_names": ["-h", "--help"]},
+    help=(
+        "Run an MCP stdio server behind a middleware that shrinks its tools/list, prompts/list, "
+        "resources/list and resources/templates/list results. Originals are kept in the "
+        "recovery store; each rewritten result carries its handle in "
+        '_meta["caveman/recovery_handle"].'
+    ),
+)
+@click.option(
+    "--type",
+    "tool_type",
+    default="toolschema",
+    show_default=True,
+    metavar="TYPE",
+    help="Content type for tool lists (toolschema, toolschema-max, ..., or prose).",
+)
+@click.option(
+    "--fields",
+    default=None,
+    metavar="F,...",
+    help="Fields shrunk with the prose rules in prompt/resource lists (default: description).",
+)
+@click.option(
+    "--retrieve-tool",
+    is_flag=True,
+    help="Add a caveman_retrieve tool (handle, optional query) answered from the store.",
+)
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
+def mcp_command(tool_type: str, fields: str | None, retrieve_tool: bool, command: tuple[str, ...]):
+    if not command:
+        click.echo(USAGE, err=True)
+        sys.exit(2)
+    types = _tool_types()
+    if tool_type not in types:
+        click.echo(
+            f"caveman-engine mcp: unknown tool-schema type: {tool_type} (one of {', '.join(types)})",
+            err=True,
+        )
+        sys.exit(2)
+    from .proxy import run
+
+    code = run(
+        list(command),
+        tool_type=tool_type,
+        fields=parse_fields(fields),
+        retrieve_tool=retrieve_tool,
+    )
+    sys.stdout.flush()
+    sys.exit(code)

@@ -1,0 +1,313 @@
+"""Fault behaviour of ``caveman-engine mcp`` against small purpose-written fake servers
+(``tests/fixtures/mcp/``): every test is bounded by timeouts; none may hang, print a traceback
+or exit with the wrong code."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from caveman_engine.mcp.rewrite import META_HANDLE
+from tests.conftest import console_script
+from tests.fixtures.mcp.rawpeer import RawPeer
+
+FIX = Path(__file__).parent / "fixtures" / "mcp"
+PY = sys.executable
+
+
+@pytest.fixture
+def env(tmp_path, rank_cache_dir):
+    e = dict(os.environ)
+    e["CAVEMAN_CCR_DB"] = str(tmp_path / "ccr.db")
+    e["CAVEMAN_CACHE_DIR"] = str(rank_cache_dir)
+    return e
+
+
+def proxy(*server: str, options: tuple[str, ...] = ()) -> list[str]:
+    return [console_script(), "mcp", *options, "--", *server]
+
+
+def run(argv, env, input: bytes = b"", timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run(argv, input=input, capture_output=True, env=env, timeout=timeout)
+
+
+def assert_clean(stderr: bytes) -> None:
+    assert b"Traceback" not in stderr, stderr.decode("utf-8", "replace")
+
+
+REQ = b'{"jsonrpc":"2.0","id":1,"method":"tools/list"}\n'
+
+
+# --------------------------------------------------------------------------- server endings
+
+
+def test_server_exits_mid_stream(env):
+    p = run(proxy(PY, str(FIX / "exit_midstream.py")), env, REQ)
+    # the half line is delivered as it was (nothing appended), then the server's exit code
+    assert p.stdout == b'{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"a","descr'
+    assert p.returncode == 3
+    assert_clean(p.stderr)
+
+
+@pytest.mark.parametrize("sig,code", [("SIGKILL", 137), ("SIGTERM", 143), ("SIGINT", 130)])
+def test_server_killed_by_signal(env, sig, code):
+    p = run(proxy(PY, str(FIX / "killed_by_signal.py"), sig), env, REQ)
+    assert p.stdout == b'{"jsonrpc":"2.0","id":1,"result":{}}\n'
+    assert p.returncode == code
+    assert_clean(p.stderr)
+
+
+def test_client_closes_stdin(env, tmp_path):
+    record = tmp_path / "received"
+    peer = RawPeer(proxy(PY, str(FIX / "recorder.py"), str(record)), env=env)
+    assert peer.request("ping") == b'{"jsonrpc":"2.0","id":1,"result":{}}'
+    t0 = time.monotonic()
+    assert peer.close(timeout=30) == 5
+    assert time.monotonic() - t0 < 10
+    assert_clean(bytes(peer.stderr))
+
+
+def test_spawn_failure(env):
+    p = run(proxy("does-not-exist-caveman-cmd", "--flag"), env)
+    assert p.returncode == 1
+    assert p.stdout == b""
+    lines = p.stderr.decode().splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith("caveman-engine mcp: cannot start does-not-exist-caveman-cmd: ")
+
+
+def test_usage_errors(env):
+    p = run([console_script(), "mcp"], env)
+    assert p.returncode == 2 and p.stderr.startswith(b"usage: caveman-engine mcp")
+    p = run([console_script(), "mcp", "--type", "nope", "--", PY, "-c", "pass"], env)
+    assert p.returncode == 2
+    assert p.stderr.startswith(b"caveman-engine mcp: unknown tool-schema type: nope")
+
+
+# --------------------------------------------------------------------------- signals
+
+
+def _start_trapped(env):
+    peer = RawPeer(proxy(PY, str(FIX / "sigtrap.py")), env=env)
+    peer.wait_for(lambda m: m.get("method") == "notifications/ready", timeout=30)
+    return peer
+
+
+@pytest.mark.parametrize("sig,code", [(signal.SIGTERM, 7), (signal.SIGINT, 9)])
+def test_signals_forwarded(env, sig, code):
+    peer = _start_trapped(env)
+    peer.proc.send_signal(sig)
+    assert peer.proc.wait(30) == code
+    peer.close()
+    assert f"trapped {sig.name}".encode() in bytes(peer.stderr)
+    assert_clean(bytes(peer.stderr))
+
+
+def test_sigterm_kills_plain_server(env):
+    peer = RawPeer(proxy(PY, "-c", "import sys,time; print('{}', flush=True); time.sleep(60)"),
+                   env=env)
+    assert peer.lines.get(timeout=30) == b"{}"
+    peer.proc.send_signal(signal.SIGTERM)
+    assert peer.proc.wait(30) == 143
+    peer.close()
+    assert_clean(bytes(peer.stderr))
+
+
+# --------------------------------------------------------------------------- garbage, big lines
+
+
+BIG = 20 * 1024 * 1024
+GARBAGE = (
+    b"not json\r\n"
+    b"\n"
+    b"   \t\n"
+    b"\xff\xfe\x00 binary \xc3\n"
+    b"[1, 2]\n"
+    b'{"jsonrpc":"2.0","method":"notifications/message","params":{"n":12345678901234567890123,'
+    b'"f":1.0,"s":"\\u00e9\\u0001"}}\n'
+    b'{"jsonrpc":"2.0","id":1,"result":{"tools":"not a list"}\n'  # malformed: unclosed
+    b'{"jsonrpc":"2.0","id":99,"result":{"tools":[{"name":"x","description":"The tool"}]}}\n'
+)
+TOOLS_RESPONSE = (
+    b'{"jsonrpc":"2.0","id":__ID__,"result":{"tools":[null,"odd",42,'
+    b'{"name":"read_file","title":"Read File","description":"Read the complete contents of a '
+    b'file as text. Use this when you need to examine the contents of a single file.",'
+    b'"inputSchema":{"$schema":"http://json-schema.org/draft-07/schema#","type":"object",'
+    b'"title":"ReadFileArgs","properties":{"path":{"type":"string","title":"Path",'
+    b'"description":"The path","examples":["/tmp/a"]}},"required":["path"]}}],'
+    b'"big":98765432109876543210987}}\n'
+)
+
+
+def test_garbage_and_20mb_line(env, tmp_path):
+    (tmp_path / "garbage").write_bytes(GARBAGE)
+    (tmp_path / "tools").write_bytes(TOOLS_RESPONSE)
+    server = [PY, str(FIX / "garbage.py"), str(tmp_path / "garbage"), str(BIG),
+              str(tmp_path / "tools")]
+    requests = REQ + b'{"jsonrpc":"2.0","id":2,"method":"ping"}\n'
+    t0 = time.monotonic()
+    p = run(proxy(*server), env, requests, timeout=120)
+    assert p.returncode == 0
+    assert_clean(p.stderr)
+    assert time.monotonic() - t0 < 60
+    out = p.stdout
+    # garbage, malformed JSON, big numbers, a response to an id nobody asked for: byte for byte
+    assert out.startswith(GARBAGE)
+    rest = out[len(GARBAGE):]
+    big_line, rest = rest[:BIG], rest[BIG:]
+    head = b'{"jsonrpc":"2.0","method":"notifications/message","params":{"result":"'
+    assert big_line == head + b"x" * (BIG - len(head) - 4) + b'"}}\n'
+    tools_line, ping_line, tail = rest.split(b"\n")
+    assert ping_line == b'{"jsonrpc":"2.0","id":2,"result":{}}' and tail == b""
+    # the list response was rewritten in place: the tools array is the toolschema output for
+    # the original array (odd items kept), everything else (the big number too) is the server's
+    from caveman_engine.compressors import toolschema
+
+    original = TOOLS_RESPONSE.replace(b"__ID__", b"1")
+    start, end = original.index(b"[null"), original.index(b',"big"')
+    handle = json.loads(tools_line)["result"]["_meta"][META_HANDLE]
+    assert tools_line == (
+        b'{"jsonrpc":"2.0","id":1,"result":{"_meta":{"caveman/recovery_handle":"'
+        + handle.encode() + b'"},"tools":' + toolschema.compress(original[start:end])
+        + b',"big":98765432109876543210987}}'
+    )
+    tools = json.loads(tools_line)["result"]["tools"]
+    assert tools[:3] == [None, "odd", 42] and tools[3]["name"] == "read_file"
+    assert list(tools[3]["inputSchema"]["properties"]) == ["path"]
+    got = run([console_script(), "retrieve", handle], env)
+    assert got.stdout == original[start:end]
+
+
+def test_line_without_final_newline(env, tmp_path):
+    payload = b'{"jsonrpc":"2.0","id":1,"result":{"payload":"' + b"y" * 1_500_000 + b'"}}'
+    (tmp_path / "payload").write_bytes(payload)
+    code = ("import sys; sys.stdin.buffer.readline(); "
+            "sys.stdout.buffer.write(open(sys.argv[1], 'rb').read())")
+    p = run(proxy(PY, "-c", code, str(tmp_path / "payload")), env, REQ)
+    assert p.returncode == 0
+    assert p.stdout == payload
+    assert_clean(p.stderr)
+
+
+# --------------------------------------------------------------------------- framing & ids
+
+
+def test_client_bytes_forwarded_untouched(env, tmp_path):
+    record = tmp_path / "received"
+    sent = (
+        b"garbage \xff line\n"
+        b"\n"
+        b'{"jsonrpc":"2.0","id":1,"method":"tools/list"}\r\n'
+        b'{"jsonrpc":"2.0","id":"s","method":"tools/call","params":{"name":"caveman_retrieve",'
+        b'"arguments":{"handle":"ccr_00000000000000000000000000000000"}}}\n'
+        b'Content-Length: 12\r\n\r\n'
+        b'{"jsonrpc":"2.0","id":3,"method":"ping","params":{"n":123456789012345678901234567890}}\n'
+        b"trailing without newline"
+    )
+    p = run(proxy(PY, str(FIX / "recorder.py"), str(record)), env, sent)
+    assert p.returncode == 5
+    assert record.read_bytes() == sent
+    assert_clean(p.stderr)
+
+
+def test_retrieve_tool_call_is_answered_not_forwarded(env, tmp_path):
+    record = tmp_path / "received"
+    call = (b'{"jsonrpc":"2.0","id":"r1","method":"tools/call","params":{"name":"caveman_retrieve",'
+            b'"arguments":{"handle":"ccr_00000000000000000000000000000000"}}}\n')
+    other = b'{"jsonrpc":"2.0","id":2,"method":"ping"}\n'
+    p = run(proxy(PY, str(FIX / "recorder.py"), str(record), options=("--retrieve-tool",)),
+            env, call + other + b"tail")
+    assert p.returncode == 5
+    assert record.read_bytes() == other + b"tail"
+    lines = p.stdout.split(b"\n")
+    answer = json.loads(next(line for line in lines if b'"r1"' in line))
+    assert answer["id"] == "r1" and answer["result"]["isError"] is True
+    assert "not found" in answer["result"]["content"][0]["text"]
+    assert b'{"jsonrpc":"2.0","id":2,"result":{}}' in lines
+
+
+def _scripted(tmp_path, script: dict) -> list[str]:
+    path = tmp_path / "script.json"
+    path.write_text(json.dumps(script), encoding="utf-8")
+    return [PY, str(FIX / "scripted.py"), str(path)]
+
+
+def test_only_responses_to_list_requests_are_rewritten(env, tmp_path):
+    list_shaped = ('{"jsonrpc":"2.0","id":__ID__,"result":{"prompts":[{"name":"p",'
+                   '"description":"The prompt does the thing"}]}}\n')
+    notify = ('{"jsonrpc":"2.0","method":"notifications/x","params":{"prompts":'
+              '[{"description":"The thing"}]}}\n')
+    server = _scripted(tmp_path, {
+        "@notify": [notify],
+        "prompts/list": list_shaped,
+        "tools/call": list_shaped,  # same shape, but answers a tools/call: left alone
+    })
+    peer = RawPeer(proxy(*server), env=env)
+    call = peer.request("tools/call", {"name": "x"})
+    listed = peer.request("prompts/list")
+    peer.send(b'{"jsonrpc":"2.0","id":"abc","method":"prompts/list"}\n')
+    by_string = peer.wait_for(lambda m: m.get("id") == "abc")
+    assert peer.close() == 0
+    assert call == list_shaped.replace("__ID__", "1").rstrip("\n").encode()
+    assert json.loads(listed)["result"]["prompts"][0]["description"] == "Prompt does thing"
+    assert json.loads(by_string)["result"]["prompts"][0]["description"] == "Prompt does thing"
+    # notifications carrying a list key are forwarded byte for byte
+    assert bytes(peer.stdout).count(notify.encode()) == 3
+    assert_clean(bytes(peer.stderr))
+
+
+def test_store_unavailable_passes_through(env, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_bytes(b"")
+    env["CAVEMAN_CCR_DB"] = str(blocker / "sub" / "ccr.db")  # parent is a file: cannot open
+    response = ('{"jsonrpc":"2.0","id":__ID__,"result":{"prompts":[{"name":"p",'
+                '"description":"The prompt does the thing"}]}}\n')
+    server = _scripted(tmp_path, {"prompts/list": response})
+    p = run(proxy(*server), env, b'{"jsonrpc":"2.0","id":1,"method":"prompts/list"}\n')
+    assert p.returncode == 0
+    assert p.stdout == response.replace("__ID__", "1").encode()
+    assert b"recovery store unavailable" in p.stderr
+    assert len(p.stderr.splitlines()) == 1
+    assert_clean(p.stderr)
+
+
+# --------------------------------------------------------------------------- shutdown edges
+
+
+def test_grandchild_holding_stdout_does_not_keep_proxy_alive(env):
+    code = ("import subprocess,sys; subprocess.Popen(['sleep','20'], stderr=subprocess.DEVNULL); "
+            "print('{}', flush=True); sys.exit(4)")
+    t0 = time.monotonic()
+    p = run(proxy(PY, "-c", code), env, timeout=25)
+    assert p.returncode == 4
+    assert p.stdout == b"{}\n"
+    assert time.monotonic() - t0 < 15
+    assert_clean(p.stderr)
+
+
+def test_slow_client_gets_everything_after_server_exit(env):
+    size = 8 * 1024 * 1024  # far more than the pipes hold
+    code = f"import sys; sys.stdout.buffer.write(b'z' * {size} + b'\\n'); sys.exit(0)"
+    proc = subprocess.Popen(proxy(PY, "-c", code), stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    time.sleep(3.5)  # the server is long gone; the client has not read anything yet
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0
+    assert out == b"z" * size + b"\n"
+    assert_clean(err)
+
+
+def test_server_exit_while_client_stdin_stays_open(env):
+    peer = RawPeer(proxy(PY, str(FIX / "exit_midstream.py")), env=env)
+    peer.send(REQ)  # stdin is not closed: the proxy must still exit with the server
+    assert peer.proc.wait(30) == 3
+    peer.close()
+    assert bytes(peer.stdout) == b'{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"a","descr'
+    assert_clean(bytes(peer.stderr))
