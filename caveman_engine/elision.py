@@ -399,7 +399,8 @@ def _field_entry(key: str, order: int, vals: list[str | None], nums: list[bool])
             return _Entry(_WEAK_ENUM if weak else _ENUM, order, key, f"{key}: " + " ".join(parts))
     if len(distinct) < 2:
         return None
-    if any(" " in v for v in distinct):
+    # Coverage entries name values, so they obey the enumeration's value limits.
+    if any(utf8_len(v) > MAX_ENUM_VALUE or " " in v for v in distinct):
         return None
     ordered = sorted(distinct, key=lambda s: s.encode("utf-8", "surrogatepass"))
     if absent == 0:

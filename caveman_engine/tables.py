@@ -484,3 +484,38 @@ def _delimiter_for(data: bytes, lo: int, hi: int) -> bytes | None:
     first = data[lo : hi if nl < 0 else nl]
     delim = choose_delimiter(first)
     return delim if delim in first else None
+
+
+# ---------------------------------------------------------------------------------------------
+# Go encoding/csv Writer (used by the tabular compressor to re-encode CSV/TSV)
+
+
+def _field_needs_quotes(field: bytes, delim: int) -> bool:
+    """Go ``Writer.fieldNeedsQuotes``: non-empty and (``\\.``, or holds the delimiter, ``"``,
+    CR or LF, or starts with a Go ``unicode.IsSpace`` rune)."""
+    if not field:
+        return False
+    if field == b"\\.":
+        return True
+    if delim in field or b'"' in field or b"\r" in field or b"\n" in field:
+        return True
+    return _LEADING_SPACE.match(field).end() > 0
+
+
+def write_csv_record(fields: list[bytes] | tuple[bytes, ...], delimiter: bytes, crlf: bool = False) -> bytes:
+    """One record as Go's ``csv.Writer.Write`` writes it (one-byte delimiter, ``UseCRLF`` =
+    ``crlf``), WITHOUT the record terminator (``\\n``, or ``\\r\\n`` when ``crlf``). Inside a
+    quoted field ``"`` doubles; with ``crlf`` a CR is dropped and LF becomes CRLF."""
+    delim = delimiter[0]
+    out = bytearray()
+    for n, field in enumerate(fields):
+        if n:
+            out.append(delim)
+        if not _field_needs_quotes(field, delim):
+            out += field
+            continue
+        body = field.replace(b'"', b'""')
+        if crlf:
+            body = body.replace(b"\r", b"").replace(b"\n", b"\r\n")
+        out += b'"' + body + b'"'
+    return bytes(out)
