@@ -9,10 +9,6 @@ import click
 
 from . import __version__
 
-HELP_LINE = (
-    "caveman-engine compress | detect | retrieve <handle> | stats | registry | "
-    "toon encode|decode | mcp -- <server command>"
-)
 COMPRESS_USAGE = "usage: caveman-engine compress [--type <content-type>]"
 RETRIEVE_USAGE = "usage: caveman-engine retrieve <handle> [query]"
 TOON_USAGE = "usage: caveman-engine toon encode|decode"

@@ -1,0 +1,240 @@
+"""Click commands ``measure``, ``check``, ``diff``, ``verify`` (loaded lazily by
+``caveman_engine.cli``). Errors are one line on stderr; exit 2 means bad input or usage."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from . import envelope
+
+FORMATS = click.Choice(["text", "json"])
+
+
+def _fail(command: str, message: str, code: int = 2) -> None:
+    click.echo(f"{command}: {message}", err=True)
+    sys.exit(code)
+
+
+def _read(command: str, source: str) -> bytes:
+    from ..limits import MAX_INPUT
+
+    try:
+        if source == "-":
+            data = sys.stdin.buffer.read(MAX_INPUT + 1)
+        else:
+            with open(source, "rb") as f:
+                data = f.read(MAX_INPUT + 1)
+    except OSError as exc:
+        _fail(command, f"cannot read {source}: {exc.strerror or exc}")
+    if len(data) > MAX_INPUT:
+        _fail(command, f"{source} exceeds {MAX_INPUT} bytes")
+    return data
+
+
+def _load(command: str, source: str):
+    data = _read(command, source)
+    try:
+        return data, envelope.load(data)
+    except envelope.CatalogError as exc:
+        _fail(command, f"{source}: {exc}")
+
+
+def _rules_env(command: str, rules: str | None, disabled: tuple[str, ...]) -> None:
+    """Apply --rules / --disable-rule to this process (the compressors read the env var)."""
+    from . import rules as _rules
+
+    spec = [rules] if rules else ([os.environ[_rules.ENV]] if os.environ.get(_rules.ENV) else [])
+    spec += [f"-{d}" for d in disabled]
+    if not spec:
+        return
+    joined = ",".join(spec)
+    try:
+        _rules.select(joined, strict_names=True)
+    except _rules.UnknownRule as exc:
+        _fail(command, str(exc))
+    os.environ[_rules.ENV] = joined
+
+
+def _write(data: bytes | str) -> None:
+    out = sys.stdout.buffer
+    out.write(data.encode() if isinstance(data, str) else data)
+    out.flush()
+
+
+_RULE_OPTIONS = [
+    click.option("--rules", "rules", metavar="SPEC", default=None,
+                 help="Safe rules to use, like CAVEMAN_SAFE_RULES (e.g. -defs_inline,-anyof_null)."),
+    click.option("--disable-rule", "disabled", metavar="NAME", multiple=True,
+                 help="Disable one safe rule (repeatable)."),
+]
+
+
+def _rule_options(f):
+    for opt in reversed(_RULE_OPTIONS):
+        f = opt(f)
+    return f
+
+
+@click.command("measure")
+@click.argument("source", default="-", metavar="[FILE|-]")
+@click.option("--format", "fmt", type=FORMATS, default="text", help="text table or JSON.")
+@click.option("--type", "content_type", metavar="TYPE", default=None,
+              help="Also show each tool after compress --type TYPE (e.g. toolschema-max).")
+@_rule_options
+def measure(source: str, fmt: str, content_type: str | None, rules, disabled) -> None:
+    """Token cost of each tool of a catalog (OpenAI, Anthropic, MCP), most expensive first."""
+    from . import measure as _m
+
+    _rules_env("measure", rules, disabled)
+    data, doc = _load("measure", source)
+    count = _m.counter()
+    try:
+        m = _m.measure_doc(doc, count)
+    except envelope.CatalogError as exc:
+        _fail("measure", f"{source}: {exc}")
+    after = None
+    if content_type:
+        from .diff import UnknownType, run_compressor
+
+        try:
+            out = run_compressor(content_type, data)
+        except UnknownType as exc:
+            _fail("measure", str(exc))
+        after_doc = envelope.load(out) if out is not None else doc
+        try:
+            after = _m.measure_doc(after_doc, count).by_name()
+        except envelope.CatalogError:
+            _fail("measure", f"compress --type {content_type} does not return a catalog")
+    if fmt == "json":
+        _write(_m.render_json(m, after))
+    else:
+        _write(_m.render_text(m, after))
+
+
+@click.command("check")
+@click.argument("source", metavar="FILE")
+@click.option("--baseline", "-b", "baseline", required=True, metavar="B",
+              type=click.Path(dir_okay=False), help="Baseline JSON (per-tool token counts).")
+@click.option("--max-increase", "max_increase", default="0", metavar="5%|N",
+              help="Allowed growth of the total: a percentage of the baseline or a token count.")
+@click.option("--max-total", "max_total", type=click.IntRange(min=0), default=None, metavar="N",
+              help="Absolute cap on the total.")
+@click.option("--max-tool", "max_tool", type=click.IntRange(min=0), default=None, metavar="N",
+              help="Absolute cap on every tool.")
+@click.option("--update-baseline", "update", is_flag=True,
+              help="Write the baseline from this catalog and exit 0.")
+@click.option("--format", "fmt", type=FORMATS, default="text")
+def check(source, baseline, max_increase, max_total, max_tool, update, fmt) -> None:
+    """CI gate: exit 1 when FILE's tokens exceed the budget against the baseline."""
+    import json
+
+    from . import check as _c
+    from . import measure as _m
+
+    try:
+        increase, is_pct = _c.parse_increase(max_increase)
+    except ValueError as exc:
+        _fail("check", str(exc))
+    _, doc = _load("check", source)
+    try:
+        m = _m.measure_doc(doc)
+    except envelope.CatalogError as exc:
+        _fail("check", f"{source}: {exc}")
+    path = Path(baseline)
+    if update:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(_c.baseline_json(m))
+        except OSError as exc:
+            _fail("check", f"cannot write baseline {path}: {exc.strerror or exc}")
+        click.echo(f"wrote {path}: {m.total} tokens across {len(m.in_order)} tools ({m.tokenizer})")
+        return
+    try:
+        base = _c.load_baseline(path)
+        v = _c.evaluate(m, base, _c.Budget(increase, is_pct, max_total, max_tool))
+    except _c.BaselineError as exc:
+        _fail("check", str(exc))
+    if fmt == "json":
+        out = {
+            "ok": v.ok, "tokenizer": m.tokenizer, "total": v.total,
+            "baseline_total": v.baseline_total, "failures": v.failures,
+            "grown": [{"name": n, "baseline": b, "tokens": a} for n, b, a in v.grown],
+            "new": [{"name": n, "tokens": t} for n, t in v.added],
+            "removed": [{"name": n, "baseline": t} for n, t in v.removed],
+        }
+        _write(json.dumps(out, indent=2, ensure_ascii=False) + "\n")
+    else:
+        _write(_c.render(v, m.tokenizer))
+    sys.exit(0 if v.ok else 1)
+
+
+@click.command("diff")
+@click.option("--type", "content_type", required=True, metavar="TYPE",
+              help="Content type compress would run (e.g. toolschema-safe).")
+@click.option("--exit-code", "exit_code", is_flag=True, help="Exit 1 when anything would change.")
+@click.argument("source", default="-", metavar="[FILE|-]")
+@_rule_options
+def diff(content_type: str, exit_code: bool, source: str, rules, disabled) -> None:
+    """Unified diff, per changed tool, of what compress --type TYPE would change."""
+    from . import diff as _d
+
+    _rules_env("diff", rules, disabled)
+    data = _read("diff", source)
+    try:
+        res = _d.diff_bytes(content_type, data)
+    except _d.UnknownType as exc:
+        _fail("diff", str(exc))
+    for hunk in res.hunks:
+        _write(hunk)
+    if res.tools_total:
+        click.echo(f"diff: {res.tools_changed} of {res.tools_total} tools would change", err=True)
+    elif res.note:
+        click.echo(f"diff: {res.note}", err=True)
+    sys.exit(1 if exit_code and res.changed else 0)
+
+
+@click.command("verify")
+@click.argument("original", metavar="ORIGINAL")
+@click.argument("rewritten", metavar="REWRITTEN")
+@click.option("--examples", type=click.IntRange(min=1, max=1000), default=25, show_default=True,
+              help="Instances generated per schema and direction.")
+@click.option("--format", "fmt", type=FORMATS, default="text")
+def verify(original: str, rewritten: str, examples: int, fmt: str) -> None:
+    """Check that two catalogs accept the same tool calls (exit 0 same, 1 different)."""
+    from . import verify as _v
+
+    try:
+        _v._require()
+    except _v.MissingDependency as exc:
+        _fail("verify", str(exc))
+    if original == "-" and rewritten == "-":
+        _fail("verify", "only one of ORIGINAL and REWRITTEN can be stdin")
+    _, a = _load("verify", original)
+    _, b = _load("verify", rewritten)
+    for src, doc in ((original, a), (rewritten, b)):
+        if not (envelope.is_catalog(doc) or envelope.is_bare_schema(doc)):
+            _fail("verify", f"{src}: no tools found (expected an OpenAI, Anthropic or MCP catalog)")
+        if envelope.depth(doc) > envelope.MAX_DEPTH:
+            _fail("verify", f"{src}: nested deeper than {envelope.MAX_DEPTH} levels")
+    report = _v.verify_docs(a, b, examples=examples)
+    if fmt == "json":
+        import json
+
+        out = {
+            "same": not report.different,
+            "schemas": [
+                {"tool": o.name, "part": o.part, "status": o.status,
+                 **({"counterexample": o.counterexample, "accepted_by": o.accepted_by}
+                    if o.status == _v.DIFFERENT and o.accepted_by else {}),
+                 **({"detail": o.detail} if o.detail else {})}
+                for o in report.outcomes
+            ],
+        }
+        _write(json.dumps(out, indent=2, ensure_ascii=False) + "\n")
+    else:
+        _write(_v.format_report(report))
+    sys.exit(1 if report.different else 0)

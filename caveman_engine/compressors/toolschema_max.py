@@ -1,0 +1,100 @@
+"""``toolschema-max``: the most a tool catalog can shrink while every tool, parameter, type,
+enum, ``required``, ``const`` and non-null ``default`` survives.
+
+1. the safe rules (``toolschema-safe``; ``CAVEMAN_SAFE_RULES`` applies here too);
+2. the ``toolschema`` reducer in-process (:func:`toolschema.compress_tree`): schema titles,
+   examples, ``$comment`` and ``$schema`` dropped, long descriptions cut to their lead plus
+   every constraint sentence; MCP output schemas get the same treatment;
+3. description prose shrunk sentence by sentence (:mod:`caveman_engine.catalog.prose_guard`):
+   articles and fillers go, constraint sentences lose at most articles, identifiers, numbers,
+   paths, URLs and code never change.
+
+Compact JSON in the input's envelope and key order. Declines (None) input that is not a
+catalog or a schema, and any result larger than the input.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+CONTENT_TYPE = "toolschema-max"
+SAFETY_CLASS = "S4"
+
+_ENVELOPE_KEYS = frozenset(("name", "input_schema", "inputSchema", "parameters", "function", "tools"))
+
+
+def _names(schema: Any, into: set[str]) -> None:
+    from ..catalog import schema as js
+
+    for node in js.nodes(schema):
+        for m in ("properties", "patternProperties", "$defs", "definitions"):
+            if isinstance(node.get(m), dict):
+                into.update(k for k in node[m] if isinstance(k, str))
+        for k in ("enum", "const"):
+            v = node.get(k)
+            vals = v if isinstance(v, list) else [v]
+            into.update(x for x in vals if isinstance(x, str))
+        req = node.get("required")
+        if isinstance(req, list):
+            into.update(x for x in req if isinstance(x, str))
+
+
+def _shrink_schema(schema: Any, protected: set[str]) -> None:
+    from ..catalog import schema as js
+    from ..catalog.prose_guard import shrink_description
+
+    for node in js.nodes(schema):
+        d = node.get("description")
+        if isinstance(d, str):
+            node["description"] = shrink_description(d, protected)
+
+
+def compress_tree(doc: Any) -> Any:
+    """The whole transform on a decoded tree; returns a new tree (``doc`` is not modified)."""
+    from ..catalog import envelope, safe
+    from . import toolschema
+    from ..catalog.prose_guard import shrink_description
+
+    tree = toolschema.compress_tree(safe.apply_tree(doc))
+    tools = envelope.iter_tools(tree)
+    if not tools:
+        if envelope.is_bare_schema(tree):
+            protected: set[str] = set()
+            _names(tree, protected)
+            tree = envelope.copy_tree(tree)
+            _shrink_schema(tree, protected)
+        return tree
+    tree = envelope.copy_tree(tree)
+    for tool in envelope.iter_tools(tree):
+        c = tool.container
+        out = c.get(envelope.OUTPUT_DOOR)
+        if isinstance(out, dict) and _ENVELOPE_KEYS.isdisjoint(out):
+            c[envelope.OUTPUT_DOOR] = toolschema.compress_tree(out)
+        protected = {tool.name}
+        schemas = [s for _, s in tool.schemas()]
+        for s in schemas:
+            _names(s, protected)
+        for s in schemas:
+            _shrink_schema(s, protected)
+        d = c.get("description")
+        if isinstance(d, str):
+            c["description"] = shrink_description(d, protected)
+    return tree
+
+
+def compress(data: bytes) -> bytes | None:
+    from ..catalog import envelope
+
+    try:
+        doc = envelope.load(data)
+    except envelope.CatalogError:
+        return None
+    if not (envelope.is_catalog(doc) or envelope.is_bare_schema(doc)):
+        return None
+    if envelope.depth(doc) > envelope.MAX_DEPTH:
+        return None
+    try:
+        out = envelope.dumps(compress_tree(doc))
+    except Exception:  # never raise out of a compressor: decline
+        return None
+    return out if len(out) <= len(data) else None
