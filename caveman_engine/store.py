@@ -99,10 +99,29 @@ def default_path() -> str:
             raise StoreError(f"cannot resolve home directory: {exc}") from None
         home = str(user_home / ".caveman")
     try:
-        os.makedirs(home, mode=0o700, exist_ok=True)
+        _mkdir_all(home, 0o700)
     except OSError as exc:
         raise StoreError(f"cannot create ~/.caveman: {exc}") from None
     return os.path.join(home, "ccr.db")
+
+
+def _mkdir_all(path: str, mode: int) -> None:
+    """``mkdir -p`` like Go's ``os.MkdirAll``: every directory it creates gets ``mode``
+    (``os.makedirs`` gives the missing parents 0777 & ~umask: world-writable under umask 0)."""
+    path = os.path.abspath(path)
+    missing = []
+    while not os.path.isdir(path):
+        missing.append(path)
+        parent = os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
+    for d in reversed(missing):
+        try:
+            os.mkdir(d, mode)
+        except FileExistsError:
+            if not os.path.isdir(d):
+                raise
 
 
 # --------------------------------------------------------------------------- file security
@@ -287,8 +306,11 @@ class Store:
         except sqlite3.Error as exc:
             raise StoreError(f'open sqlite "{self.path}": {exc}') from None
         try:
-            self._conn.execute("PRAGMA busy_timeout=5000")
-            retry_busy(lambda: self._conn.execute("PRAGMA journal_mode=WAL").fetchone())
+            try:
+                self._conn.execute("PRAGMA busy_timeout=5000")
+                retry_busy(lambda: self._conn.execute("PRAGMA journal_mode=WAL").fetchone())
+            except sqlite3.Error as exc:  # not a database, disk full, I/O error: one line
+                raise StoreError(f'open sqlite "{self.path}": {exc}') from None
             self._migrate()
             self._apply_budget()
             if self.path != MEMORY:

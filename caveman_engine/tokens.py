@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import mmap
 import os
+import re
 import stat
 import struct
 import tempfile
@@ -269,8 +270,12 @@ class O200kCounter(Counter):
         if not data:
             return 0
         text = gotext.decode(data)
-        if self._encoding is not None or len(data) >= LARGE_INPUT:
-            return len(self.encoding().encode_ordinary(text))
+        if (self._encoding is not None or len(data) >= LARGE_INPUT) and not _long_blank_run(text):
+            try:
+                return len(self.encoding().encode_ordinary(text))
+            except BaseException as exc:  # pyo3's PanicException is not an Exception
+                if type(exc).__name__ != "PanicException":
+                    raise
         return self.count_small(text)
 
     def count_small(self, text: str) -> int:
@@ -302,6 +307,25 @@ class O200kCounter(Counter):
         if single is None:
             return _merge_count(piece, self._rank_table().rank)
         return len(single(piece))
+
+
+# tiktoken's splitter recurses once per character of a run of non-newline whitespace: at ~1M
+# characters it overflows the stack and panics (printing a Rust backtrace to stderr). A text
+# holding a run of _BLANK_RUN or more is split by the Python path instead (same pieces).
+_BLANK_RUN = 32768
+_BLANK = re.compile(r"[^\S\r\n]+")
+
+
+def _long_blank_run(text: str) -> bool:
+    """Whether ``text`` may hold a run of >= _BLANK_RUN non-newline whitespace characters
+    (runs of half that length may also answer True). Linear: such a run covers a whole
+    window [p, p + half) for some p that is a multiple of half."""
+    half = _BLANK_RUN // 2
+    for p in range(0, len(text) - half + 1, half):
+        m = _BLANK.match(text, p, p + half)
+        if m is not None and m.end() - p == half:
+            return True
+    return False
 
 
 def _merge_count(piece: bytes, rank) -> int:

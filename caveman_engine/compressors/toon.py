@@ -77,7 +77,7 @@ def _no_dup_pairs(pairs: list[tuple[str, Any]]) -> dict:
     return out
 
 
-def _array_lines(prefix: str, arr: list, indent: str, out: list[str]) -> None:
+def _array_lines(prefix: str, arr: list, indent: str, out: list[str], room: int | None = None) -> None:
     """Append the lines of an array field (``prefix`` is the key, or "" at the root)."""
     n = len(arr)
     if n == 0:
@@ -94,6 +94,8 @@ def _array_lines(prefix: str, arr: list, indent: str, out: list[str]) -> None:
         if not _KEY.match(k):
             raise ValueError("key not TOON-safe")
     row_indent = indent + "  "
+    if room is not None and len(row_indent) * n > room:
+        raise ValueError("output too large")
     rows = []
     for el in arr:
         if not isinstance(el, dict) or list(el) != fields:
@@ -106,11 +108,13 @@ def _array_lines(prefix: str, arr: list, indent: str, out: list[str]) -> None:
     out.extend(rows)
 
 
-def encode(data: bytes) -> bytes:
+def encode(data: bytes, max_chars: int | None = None) -> bytes:
     """JSON bytes → TOON bytes (no trailing newline). Raises ValueError when the input is not
-    exactly one JSON value without duplicate keys in the supported subset."""
+    exactly one JSON value without duplicate keys in the supported subset, or when the output
+    would exceed ``max_chars`` characters."""
     value = jsonio.loads(data, object_pairs_hook=_no_dup_pairs)
     out: list[str] = []
+    size = seen = 0
     if isinstance(value, list):
         _array_lines("", value, "", out)
     elif isinstance(value, dict):
@@ -119,6 +123,12 @@ def encode(data: bytes) -> bytes:
         # stack of (object, sorted keys, next index, indent)
         stack: list[list[Any]] = [[value, sorted(value), 0, ""]]
         while stack:
+            if max_chars is not None:
+                while seen < len(out):
+                    size += len(out[seen]) + 1
+                    seen += 1
+                if size > max_chars:
+                    raise ValueError("output too large")
             frame = stack[-1]
             obj, keys, i, indent = frame
             if i == len(keys):
@@ -136,7 +146,7 @@ def encode(data: bytes) -> bytes:
                     out.append(f"{indent}{k}:")
                     stack.append([v, sorted(v), 0, indent + "  "])
             elif isinstance(v, list):
-                _array_lines(k, v, indent, out)
+                _array_lines(k, v, indent, out, None if max_chars is None else max_chars - size)
             else:
                 out.append(f"{indent}{k}: {_scalar(v)}")
     else:
@@ -312,9 +322,16 @@ def decode(data: bytes) -> bytes:
     return jsonio.dumps(value)
 
 
+# o200k_base's longest token is 128 bytes: an output over 128 × the input's bytes has more
+# tokens than the input has bytes, so the engine's token gate would refuse it. Nested objects
+# indent quadratically (10,000 levels of a 60 KB input → 100 MB of TOON to build and count),
+# so compress stops encoding at that size instead.
+MAX_GROWTH = 128
+
+
 def compress(data: bytes) -> Compressed | None:
     try:
-        out = encode(data)
+        out = encode(data, max_chars=MAX_GROWTH * len(data))
     except (ValueError, RecursionError):
         return None
     return Compressed(out, method="toon", lossless_to_model=True)

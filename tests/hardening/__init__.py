@@ -1,0 +1,1 @@
+"""Helpers of the hardening suites (fuzz, concurrency, faults, security)."""
