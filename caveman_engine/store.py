@@ -489,14 +489,19 @@ class Store:
         return bytes(row[0])
 
     def get_metadata(self, handle: str) -> bytes | None:
+        """The compressor's recovery metadata for a blob handle (None when it stored none)."""
         check_handle(handle)
         with self._lock:
-            row = self._conn.execute(
-                "SELECT metadata FROM recoveries WHERE handle = ?", (handle,)
-            ).fetchone()
+            try:
+                row = self._conn.execute(
+                    "SELECT metadata IS NULL, metadata FROM recoveries WHERE handle = ?",
+                    (handle,),
+                ).fetchone()
+            except sqlite3.Error as exc:
+                raise StoreError(f"ccr get metadata: {exc}") from None
         if row is None:
             raise NotFound()
-        return None if row[0] is None else bytes(row[0])
+        return None if row[0] else bytes(row[1])
 
     def retrieve(self, handle: str) -> bytes:
         """Engine-level lookup (ccr_spec §9.2): blob or ``ccr_obj_`` id, then any typed id."""
@@ -561,7 +566,10 @@ class Store:
         deps = json.dumps(dependencies, separators=(",", ":")) if dependencies else "null"
         with self._lock:
             c = self._conn
-            c.execute("BEGIN IMMEDIATE")
+            try:
+                c.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:
+                raise StoreError(f"ccr typed object put: {exc}") from None
             try:
                 row = c.execute(
                     "SELECT LENGTH(data) + LENGTH(dependencies_json), object_type, content_hash,"
