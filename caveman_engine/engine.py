@@ -15,7 +15,7 @@ from . import gotext, jsonio, registry, wrappers
 from .compressors import Compressed
 from .detect import detect as detect_type
 from .limits import check_size
-from .store import BudgetExceeded, Store, StoreError
+from .store import BudgetExceeded, Store
 from .tokens import Counter, make_counter
 
 ERR_BUDGET = "cave_ccr_budget_exceeded"

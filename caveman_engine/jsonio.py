@@ -312,12 +312,15 @@ def _default(obj: Any) -> Any:
     raise TypeError(f"cannot encode {type(obj).__name__}")
 
 
-def dumps(value: Any, *, sort_keys: bool = True, indent: bool = False) -> bytes:
+def dumps(
+    value: Any, *, sort_keys: bool = True, indent: bool = False, html_escape: bool = True
+) -> bytes:
     """Go ``json.Marshal`` (or ``MarshalIndent`` with two spaces) of ``value``.
 
     Values: dict, list, str, :class:`Number`, bool, None, int, ``orjson.Fragment``. Python
     floats are not accepted implicitly (their text differs from Go's); pass
-    ``go_float_fragment(x)`` instead.
+    ``go_float_fragment(x)`` instead. ``html_escape=False`` leaves ``< > &`` and U+2028/U+2029
+    raw (for output that keeps a document's own spelling rather than Go's).
     """
     import orjson
 
@@ -326,7 +329,7 @@ def dumps(value: Any, *, sort_keys: bool = True, indent: bool = False) -> bytes:
         out = orjson.dumps(value, default=_default, option=option)
     except orjson.JSONEncodeError:  # too deep, lone surrogate, int beyond 64 bits
         out = _dumps_iterative(value, sort_keys, indent)
-    return _go_escape(out)
+    return _go_escape(out) if html_escape else out
 
 
 def _encode_str(s: str) -> str:

@@ -22,6 +22,7 @@ import sqlite3
 import stat
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
@@ -407,62 +408,64 @@ class Store:
         """Store ``original`` (upsert by content hash, ccr_spec §8.1); returns its handle."""
         handle = handle_for(original)
         meta = metadata if metadata else None
+        with self._write("ccr put") as c:
+            row = c.execute(
+                "SELECT content_type, compressor, tokens_before, tokens_after, original,"
+                " metadata, LENGTH(original) + COALESCE(LENGTH(metadata), 0)"
+                " FROM recoveries WHERE handle = ?",
+                (handle,),
+            ).fetchone()
+            if row is not None and row[:5] == (
+                content_type, compressor, tokens_before, tokens_after, original
+            ) and (row[5] or None) == meta:
+                return handle  # unchanged: no write, no budget check
+            existing = row[6] if row is not None else 0
+            if self._used() - existing + len(original) + len(meta or b"") > self.max_bytes:
+                raise BudgetExceeded()
+            now = rfc3339_nano()
+            if row is None:
+                c.execute(
+                    "INSERT INTO recoveries (handle, created_at, content_type, compressor,"
+                    " tokens_before, tokens_after, original, metadata)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (handle, now, content_type, compressor, tokens_before, tokens_after,
+                     original, meta),
+                )
+            else:
+                if tokens_before == 0 and row[2] > 0:  # keep measured accounting
+                    content_type, compressor, tokens_before, tokens_after = row[:4]
+                keep_meta = row[5] is not None and len(row[5]) > 0  # first writer wins
+                c.execute(
+                    "UPDATE recoveries SET created_at = ?, content_type = ?, compressor = ?,"
+                    " tokens_before = ?, tokens_after = ?, original = ?, metadata = ?"
+                    " WHERE handle = ?",
+                    (now, content_type, compressor, tokens_before, tokens_after, original,
+                     row[5] if keep_meta else meta, handle),
+                )
+        return handle
+
+    @contextmanager
+    def _write(self, what: str):
+        """One write transaction (BEGIN IMMEDIATE, so the budget check and the write are
+        atomic across processes); SQLite's "full" becomes :class:`BudgetExceeded`, other
+        SQLite errors a one-line :class:`StoreError` prefixed with ``what``."""
         with self._lock:
             c = self._conn
             try:
                 c.execute("BEGIN IMMEDIATE")
-            except sqlite3.Error as exc:
-                raise StoreError(f"ccr put: {exc}") from None
-            try:
-                row = c.execute(
-                    "SELECT content_type, compressor, tokens_before, tokens_after, original,"
-                    " metadata, LENGTH(original) + COALESCE(LENGTH(metadata), 0)"
-                    " FROM recoveries WHERE handle = ?",
-                    (handle,),
-                ).fetchone()
-                if row is not None and row[:5] == (
-                    content_type, compressor, tokens_before, tokens_after, original
-                ) and (row[5] or None) == meta:
-                    c.execute("COMMIT")
-                    return handle
-                existing = row[6] if row is not None else 0
-                if self._used() - existing + len(original) + len(meta or b"") > self.max_bytes:
-                    raise BudgetExceeded()
-                now = rfc3339_nano()
-                if row is None:
-                    c.execute(
-                        "INSERT INTO recoveries (handle, created_at, content_type, compressor,"
-                        " tokens_before, tokens_after, original, metadata)"
-                        " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                        (handle, now, content_type, compressor, tokens_before, tokens_after,
-                         original, meta),
-                    )
-                else:
-                    keep_accounting = tokens_before == 0 and row[2] > 0
-                    if keep_accounting:
-                        content_type, compressor, tokens_before, tokens_after = row[:4]
-                    keep_meta = row[5] is not None and len(row[5]) > 0
-                    c.execute(
-                        "UPDATE recoveries SET created_at = ?, content_type = ?, compressor = ?,"
-                        " tokens_before = ?, tokens_after = ?, original = ?, metadata = ?"
-                        " WHERE handle = ?",
-                        (now, content_type, compressor, tokens_before, tokens_after, original,
-                         row[5] if keep_meta else meta, handle),
-                    )
+                yield c
                 c.execute("COMMIT")
-                return handle
             except BaseException as exc:
-                try:
-                    c.execute("ROLLBACK")
-                except sqlite3.Error:
-                    pass
-                if isinstance(exc, StoreError):
-                    raise
+                if c.in_transaction:
+                    try:
+                        c.execute("ROLLBACK")
+                    except sqlite3.Error:
+                        pass
                 if isinstance(exc, sqlite3.Error):
                     text = str(exc).lower()
                     if "database or disk is full" in text or "sqlite_full" in text:
                         raise BudgetExceeded() from None
-                    raise StoreError(f"ccr put: {exc}") from None
+                    raise StoreError(f"{what}: {exc}") from None
                 raise
 
     # -- reads
@@ -564,47 +567,30 @@ class Store:
         import json
 
         deps = json.dumps(dependencies, separators=(",", ":")) if dependencies else "null"
-        with self._lock:
-            c = self._conn
-            try:
-                c.execute("BEGIN IMMEDIATE")
-            except sqlite3.Error as exc:
-                raise StoreError(f"ccr typed object put: {exc}") from None
-            try:
-                row = c.execute(
-                    "SELECT LENGTH(data) + LENGTH(dependencies_json), object_type, content_hash,"
-                    " source, repository_state, session_id, transform_version,"
-                    " dependencies_json, data FROM typed_objects WHERE object_id = ?",
-                    (object_id,),
-                ).fetchone()
-                if row is not None:
-                    same = row[1:] == (object_type, content_hash, source, repository_state,
-                                       session_id, transform_version, deps, data)
-                    c.execute("COMMIT")
-                    if not same:
-                        raise StoreError("ccr: typed object id collision")
-                    return object_id
-                if self._used() + len(data) + len(deps) > self.max_bytes:
-                    raise BudgetExceeded()
-                c.execute(
-                    "INSERT INTO typed_objects (object_id, object_type, content_hash, source,"
-                    " created_at, repository_state, session_id, transform_version, currentness,"
-                    " lifecycle, dependencies_json, original_byte_length, stored_byte_length,"
-                    " data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'current', 'hot', ?, ?, ?, ?)",
-                    (object_id, object_type, content_hash, source, rfc3339_nano(),
-                     repository_state, session_id, transform_version, deps, len(data),
-                     len(data), data),
-                )
-                c.execute("COMMIT")
+        with self._write("ccr typed object put") as c:
+            row = c.execute(
+                "SELECT object_type, content_hash, source, repository_state, session_id,"
+                " transform_version, dependencies_json, data FROM typed_objects"
+                " WHERE object_id = ?",
+                (object_id,),
+            ).fetchone()
+            if row is not None:
+                if row != (object_type, content_hash, source, repository_state, session_id,
+                           transform_version, deps, data):
+                    raise StoreError("ccr: typed object id collision")
                 return object_id
-            except BaseException as exc:
-                if c.in_transaction:
-                    c.execute("ROLLBACK")
-                if isinstance(exc, sqlite3.Error):
-                    if "full" in str(exc).lower():
-                        raise BudgetExceeded() from None
-                    raise StoreError(f"ccr typed object put: {exc}") from None
-                raise
+            if self._used() + len(data) + len(deps) > self.max_bytes:
+                raise BudgetExceeded()
+            c.execute(
+                "INSERT INTO typed_objects (object_id, object_type, content_hash, source,"
+                " created_at, repository_state, session_id, transform_version, currentness,"
+                " lifecycle, dependencies_json, original_byte_length, stored_byte_length,"
+                " data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'current', 'hot', ?, ?, ?, ?)",
+                (object_id, object_type, content_hash, source, rfc3339_nano(),
+                 repository_state, session_id, transform_version, deps, len(data),
+                 len(data), data),
+            )
+        return object_id
 
 
 def _statements(sql: str) -> list[str]:

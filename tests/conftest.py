@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import pytest
@@ -69,3 +70,23 @@ def cli(store_dir, rank_cache_dir):
         return Run(p.returncode, p.stdout, p.stderr)
 
     return run
+
+
+@lru_cache(maxsize=1)
+def token_counter():
+    """The engine's own o200k_base counter (no rank cache on disk)."""
+    from caveman_engine import tokens
+
+    return tokens.make_counter(None)
+
+
+def count_tokens(data: bytes) -> int:
+    return token_counter().count(data)
+
+
+def gate(output: bytes | None, data: bytes) -> bytes:
+    """What the engine emits for a compressor's ``output`` on an unwrapped ``data``: the output
+    when it differs and has fewer tokens, else the input (spec §2.3 step 9)."""
+    if output is None or output == data or count_tokens(output) >= count_tokens(data):
+        return data
+    return output

@@ -5,40 +5,22 @@ the compressor and the engine's token gate, and through the real CLI), idempoten
 from __future__ import annotations
 
 import json
-from functools import lru_cache
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from caveman_engine import elision, tables, tokens
+from caveman_engine import elision, tables
 from caveman_engine.compressors import tabular
 
-from .conftest import CONFORMANCE
+from .conftest import CONFORMANCE, count_tokens, gate
 
 GENERAL = CONFORMANCE / "general"
 E = "\u2026"
 
 
-@lru_cache(maxsize=1)
-def counter() -> tokens.Counter:
-    return tokens.make_counter(None)
-
-
 def gated(data: bytes) -> bytes:
-    """What the engine emits (no wrappers): the output if it has fewer tokens, else the input."""
-    out = tabular.compress(data)
-    if out is None or out == data or counter().count(out) >= counter().count(data):
-        return data
-    return out
-
-
-def _elision_bounds_coverage() -> bool:
-    """Whether the shared summaries drop identifier coverage for values longer than 24 bytes
-    (what the reference does: dpkg run of google-cloud-cli-* packages). Reported to the lead
-    as a needed change in elision.py."""
-    recs = [[("k", "x" * 30 + c, False)] for c in "ab"]
-    return elision.summarize(recs, 1000) is None
+    return gate(tabular.compress(data), data)
 
 
 def vector_cases() -> list:
@@ -50,14 +32,8 @@ def vector_cases() -> list:
         report = json.loads(case["stderr"])
         if report["content_type"] != "tabular":
             continue
-        marks = []
-        if case["case"].startswith("tabular__dpkg") and not _elision_bounds_coverage():
-            marks.append(pytest.mark.xfail(
-                strict=True,
-                reason="elision.summarize still describes coverage of values > 24 bytes",
-            ))
         ident = case["case"] + ("" if len(case["args"]) == 1 else " --type tabular")
-        out.append(pytest.param(case, id=ident, marks=marks))
+        out.append(pytest.param(case, id=ident))
     return out
 
 
@@ -77,7 +53,7 @@ def test_general_vector(case: dict) -> None:
     got = gated(data)
     assert got == expected
     report = json.loads(case["stderr"])
-    assert counter().count(got) == report["tokens_after"]
+    assert count_tokens(got) == report["tokens_after"]
     # idempotence (§2.5): compressing the output again changes nothing
     assert gated(got) == got
 

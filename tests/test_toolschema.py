@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import urllib.parse
-from functools import lru_cache
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,8 @@ import pytest
 from caveman_engine import jsonio
 from caveman_engine.compressors import toolschema as ts
 from caveman_engine.compressors import toolschema_annotations as ta
+
+from .conftest import count_tokens
 
 ROOT = Path(__file__).resolve().parent.parent
 CONF = ROOT / "tests" / "conformance" / "toolschema"
@@ -761,30 +762,6 @@ def test_depth_limit():
 # --------------------------------------------------------------------------- conformance vectors
 
 
-@lru_cache(maxsize=1)
-def _encoding():
-    import tiktoken
-    from tiktoken.load import load_tiktoken_bpe
-
-    pat = "|".join(
-        [
-            r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
-            r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
-            r"""\p{N}{1,3}""",
-            r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
-            r"""\s*[\r\n]+""",
-            r"""\s+(?!\S)""",
-            r"""\s+""",
-        ]
-    )
-    ranks = load_tiktoken_bpe(str(ROOT / "caveman_engine" / "data" / "o200k_base.tiktoken"))
-    return tiktoken.Encoding(name="o200k_base_test", pat_str=pat, mergeable_ranks=ranks, special_tokens={})
-
-
-def _tokens(data: bytes) -> int:
-    return len(_encoding().encode_ordinary(data.decode("utf-8", "replace")))
-
-
 def _cases():
     rows = [json.loads(line) for line in (CONF / "cases.jsonl").read_text().splitlines() if line.strip()]
     return [r for r in rows if r["args"][:2] == ["compress", "--type"] and r["args"][2] in ("toolschema", "toolschema-annotations")]
@@ -806,7 +783,7 @@ def test_conformance(row):
     report = json.loads(row["stderr"])
     if row["stdout"] is not None:
         assert out == (CONF / row["stdout"]).read_bytes()
-        assert _tokens(out) == report["tokens_after"] < report["tokens_before"] == _tokens(data)
+        assert count_tokens(out) == report["tokens_after"] < report["tokens_before"] == count_tokens(data)
     else:
         # passed through: declined, byte-identical, or not fewer tokens
-        assert out is None or out == data or _tokens(out) >= _tokens(data)
+        assert out is None or out == data or count_tokens(out) >= count_tokens(data)

@@ -185,23 +185,21 @@ def load(data: bytes) -> Any:
         raise CatalogError(f"invalid JSON: {exc}") from None
 
 
-def _orjson_default(obj: Any) -> Any:
-    import orjson
-
-    if isinstance(obj, jsonio.Number):
-        return orjson.Fragment(obj.literal)
-    raise TypeError(f"cannot encode {type(obj).__name__}")
+def load_catalog(data: bytes) -> Any | None:
+    """The decoded catalog or bare schema in ``data``, or None when it is not one (invalid
+    JSON, another shape, nested deeper than MAX_DEPTH): what the catalog compressors decline."""
+    try:
+        doc = load(data)
+    except CatalogError:
+        return None
+    if not (is_catalog(doc) or is_bare_schema(doc)) or depth(doc) > MAX_DEPTH:
+        return None
+    return doc
 
 
 def dumps(value: Any, *, indent: bool = False, sort_keys: bool = False) -> bytes:
     """JSON in the given key order, no HTML escaping (``<`` stays ``<``), numbers verbatim."""
-    import orjson
-
-    option = (orjson.OPT_INDENT_2 if indent else 0) | (orjson.OPT_SORT_KEYS if sort_keys else 0)
-    try:
-        return orjson.dumps(value, default=_orjson_default, option=option)
-    except (orjson.JSONEncodeError, TypeError):
-        return jsonio.dumps(value, sort_keys=sort_keys, indent=indent)
+    return jsonio.dumps(value, sort_keys=sort_keys, indent=indent, html_escape=False)
 
 
 def to_plain(value: Any) -> Any:

@@ -61,13 +61,8 @@ def apply_tree(doc: Any, names: Iterable[str] | None = None) -> Any:
 def compress_bytes(data: bytes, names: Iterable[str] | None = None) -> bytes | None:
     """The ``toolschema-safe`` transform on bytes; None declines (not JSON, not a catalog or
     schema, too deep)."""
-    try:
-        doc = envelope.load(data)
-    except envelope.CatalogError:
-        return None
-    if not (envelope.is_catalog(doc) or envelope.is_bare_schema(doc)):
-        return None
-    if envelope.depth(doc) > envelope.MAX_DEPTH:
+    doc = envelope.load_catalog(data)
+    if doc is None:
         return None
     try:
         return envelope.dumps(apply_tree(doc, names))

@@ -85,13 +85,8 @@ def compress_tree(doc: Any) -> Any:
 def compress(data: bytes) -> bytes | None:
     from ..catalog import envelope
 
-    try:
-        doc = envelope.load(data)
-    except envelope.CatalogError:
-        return None
-    if not (envelope.is_catalog(doc) or envelope.is_bare_schema(doc)):
-        return None
-    if envelope.depth(doc) > envelope.MAX_DEPTH:
+    doc = envelope.load_catalog(data)
+    if doc is None:
         return None
     try:
         out = envelope.dumps(compress_tree(doc))
