@@ -20,15 +20,14 @@ def fail(message: str, code: int = 1) -> None:
 
 
 def read_stdin(command: str) -> bytes:
-    from .limits import MAX_INPUT, InputTooLarge
+    from .limits import InputTooLarge, read_bounded
 
     try:
-        data = sys.stdin.buffer.read(MAX_INPUT + 1)
+        return read_bounded(sys.stdin.buffer)
+    except InputTooLarge as exc:
+        fail(f"read stdin: {exc}")
     except OSError as exc:
         fail(f"{command}: read stdin: {exc}")
-    if len(data) > MAX_INPUT:
-        fail(f"read stdin: {InputTooLarge()}")
-    return data
 
 
 def write_stdout(data: bytes) -> None:

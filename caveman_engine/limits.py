@@ -13,3 +13,12 @@ class InputTooLarge(ValueError):
 def check_size(data: bytes) -> None:
     if len(data) > MAX_INPUT:
         raise InputTooLarge()
+
+
+def read_bounded(stream) -> bytes:
+    """Read a binary stream to its end, refusing more than MAX_INPUT bytes (the rest is not
+    drained). Raises InputTooLarge, or OSError from the stream."""
+    data = stream.read(MAX_INPUT + 1)
+    if len(data) > MAX_INPUT:
+        raise InputTooLarge()
+    return data
