@@ -158,45 +158,24 @@ class Engine:
         )
 
     def _run(self, module, body: bytes) -> Compressed | None:
-        """Run a compressor; anything it raises is a decline."""
         if module.CONTENT_TYPE == "json" and _best_of_json():
             return self._best_of_json(module, body)
-        try:
-            produced = module.compress(body)
-        except Exception:
-            return None
-        if produced is None:
-            return None
-        if isinstance(produced, (bytes, bytearray)):
-            return Compressed(bytes(produced))
-        if isinstance(produced, Compressed) and isinstance(produced.data, bytes):
-            return produced
-        return None
+        return _call(module, body)
 
     def _best_of_json(self, json_module, body: bytes) -> Compressed | None:
         """``CAVE_ENGINE_TOON=best-of`` (spec §2.7): TOON first; elision replaces it only when
         strictly smaller; either must have fewer tokens than the input."""
-        limit = self.count(body)
         best: tuple[int, Compressed] | None = None
+        limit = self.count(body)
         toon = registry.compressor("toon")
         for module in ([toon[0]] if toon else []) + [json_module]:
-            try:
-                produced = module.compress(body)
-            except Exception:
-                continue
+            produced = _call(module, body)
             if produced is None:
                 continue
-            if isinstance(produced, bytes):
-                produced = Compressed(produced)
             n = self.count(produced.data)
             if n < limit and (best is None or n < best[0]):
                 best = (n, produced)
-        if best is None:
-            return None
-        produced = best[1]
-        if produced.method is None:
-            produced = Compressed(produced.data, "elision", False, produced.metadata)
-        return produced
+        return best[1] if best else None
 
     # -- retrieve
 
@@ -213,6 +192,19 @@ class Engine:
         except ImportError:
             return original
         return narrow(original, query)
+
+
+def _call(module, body: bytes) -> Compressed | None:
+    """Run a compressor; anything it raises is a decline."""
+    try:
+        produced = module.compress(body)
+    except Exception:
+        return None
+    if isinstance(produced, (bytes, bytearray)):
+        return Compressed(bytes(produced))
+    if isinstance(produced, Compressed) and isinstance(produced.data, bytes):
+        return produced
+    return None
 
 
 def _cache_dir(store: Store | None) -> Path | None:

@@ -147,3 +147,26 @@ def test_toon_usage_errors(cli):
     assert (r.returncode, r.stderr) == (1, b"usage: caveman-engine toon encode|decode\n")
     r = cli("toon", "sideways", input=b"{}")
     assert (r.returncode, r.stderr) == (1, b"usage: caveman-engine toon encode|decode\n")
+
+
+def test_best_of_json_picks_the_smaller_encoding(cli):
+    """CAVE_ENGINE_TOON=best-of (spec §2.7, §10.2 #34): eight uniform rows (too few to
+    elide) → TOON, lossless; twelve rows TOON cannot encode → elision."""
+    rows = [{"id": n, "status": "healthy", "region": "eu-west-1", "tier": "standard"}
+            for n in range(1, 9)]
+    uniform = json.dumps({"rows": rows}).encode()
+    r = cli("compress", input=uniform, env={"CAVE_ENGINE_TOON": "Best-Of"})
+    report = json.loads(r.stderr)
+    assert (report["method"], report["lossless_to_model"]) == ("toon", True)
+    assert r.stdout.startswith(b"rows[8]{id,status,region,tier}:")
+    back = cli("toon", "decode", input=r.stdout)
+    assert json.loads(back.stdout) == {"rows": rows}
+    assert "recovery_handle" not in json.loads(cli("compress", input=uniform).stderr)
+
+    rows = rows + [dict(rows[0], id=n) for n in range(9, 13)]
+    rows[5] = dict(rows[5], extra=True)  # no longer uniform: TOON declines
+    mixed = json.dumps({"rows": rows}).encode()
+    r = cli("compress", input=mixed, env={"CAVE_ENGINE_TOON": "best-of"})
+    report = json.loads(r.stderr)
+    assert (report["method"], report["lossless_to_model"]) == ("elision", False)
+    assert b"__caveman_elided__" in r.stdout
