@@ -53,8 +53,6 @@ class CavemanGroup(click.Group):
         try:
             rv = super().main(args=args, prog_name=prog_name or "caveman-engine",
                               standalone_mode=False, **extra)
-        except click.exceptions.NoSuchOption as exc:
-            self._usage_error(exc, args)
         except click.UsageError as exc:
             self._usage_error(exc, args)
         except click.exceptions.Abort:
@@ -72,8 +70,7 @@ class CavemanGroup(click.Group):
                 fail(f"unknown compress flag: {exc.option_name}")
             if isinstance(exc, click.BadOptionUsage) and exc.option_name == "--type":
                 fail(COMPRESS_USAGE)
-            extra = [a for a in args[1:] if a not in ("--type",)]
-            fail(f"unknown compress flag: {extra[-1] if extra else ''}".rstrip())
+            fail(f"unknown compress flag: {_stray_argument(args[1:])}")
         if cmd == "retrieve":
             fail(RETRIEVE_USAGE)
         if cmd == "toon":
@@ -109,6 +106,17 @@ class CavemanGroup(click.Group):
         if self.get_command(ctx, name) is None:
             raise NoSubcommand(name, ctx)
         return super().resolve_command(ctx, args)
+
+
+def _stray_argument(args: list[str]) -> str:
+    """The first compress argument that is neither ``--type`` nor its value."""
+    it = iter(args)
+    for a in it:
+        if a == "--type":
+            next(it, None)
+        elif not a.startswith("--type="):
+            return a
+    return ""
 
 
 class NoSubcommand(click.UsageError):
