@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -90,3 +91,20 @@ def gate(output: bytes | None, data: bytes) -> bytes:
     if output is None or output == data or count_tokens(output) >= count_tokens(data):
         return data
     return output
+
+
+def general_cases(*types: str) -> list[dict]:
+    """The general suite's ``compress`` cases whose expected report names one of ``types``;
+    each case gains an ``id``: the input name, plus the forced type if any."""
+    out = []
+    folder = CONFORMANCE / "general"
+    for line in (folder / "cases.jsonl").read_text().splitlines():
+        case = json.loads(line)
+        if case["args"][0] != "compress":
+            continue
+        if json.loads(case["stderr"])["content_type"] not in types:
+            continue
+        forced = " ".join(case["args"][1:])
+        case["id"] = case["case"] + (f" {forced}" if forced else "")
+        out.append(case)
+    return out

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from caveman_engine import configfmt
 from caveman_engine.compressors import config
 
-from .conftest import CONFORMANCE, count_tokens, gate
+from .conftest import CONFORMANCE, count_tokens, gate, general_cases
 
 GENERAL = CONFORMANCE / "general"
 E = "\u2026"
@@ -23,18 +23,7 @@ def gated(data: bytes) -> bytes:
     return gate(config.compress(data), data)
 
 
-def vector_cases() -> list:
-    out = []
-    for line in (GENERAL / "cases.jsonl").read_text().splitlines():
-        case = json.loads(line)
-        if case["args"][0] != "compress" or json.loads(case["stderr"])["content_type"] != "config":
-            continue
-        ident = case["case"] + ("" if len(case["args"]) == 1 else " --type config")
-        out.append(pytest.param(case, id=ident))
-    return out
-
-
-VECTORS = vector_cases()
+VECTORS = [pytest.param(c, id=c["id"]) for c in general_cases("config")]
 
 
 def test_vectors_present() -> None:

@@ -12,7 +12,7 @@ import pytest
 from caveman_engine.compressors import Compressed
 from caveman_engine.compressors import diff, log, repetition, search_result, terminal, text
 
-from .conftest import CONFORMANCE, gate
+from .conftest import CONFORMANCE, gate, general_cases
 
 GENERAL = CONFORMANCE / "general"
 LINE_TYPES = ("log", "diff", "text", "terminal", "search-result", "repetition")
@@ -20,18 +20,11 @@ LINE_TYPES = ("log", "diff", "text", "terminal", "search-result", "repetition")
 
 def vector_cases(types: tuple[str, ...]) -> list:
     """``compress`` cases of the general suite whose (forced or detected) type is in
-    ``types``: (id, type, input path, expected output path or None)."""
-    out = []
-    for line in (GENERAL / "cases.jsonl").read_text().splitlines():
-        case = json.loads(line)
-        if case["args"][0] != "compress":
-            continue
-        ctype = json.loads(case["stderr"])["content_type"]
-        if ctype not in types:
-            continue
-        ident = case["case"] + ("" if len(case["args"]) == 1 else " --type " + case["args"][2])
-        out.append(pytest.param(ctype, case["case"], case["stdout"], id=ident))
-    return out
+    ``types``, as (type, input name, expected output name or None)."""
+    return [
+        pytest.param(json.loads(c["stderr"])["content_type"], c["case"], c["stdout"], id=c["id"])
+        for c in general_cases(*types)
+    ]
 
 
 def module_for(ctype: str):

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from caveman_engine import elision, tables
 from caveman_engine.compressors import tabular
 
-from .conftest import CONFORMANCE, count_tokens, gate
+from .conftest import CONFORMANCE, count_tokens, gate, general_cases
 
 GENERAL = CONFORMANCE / "general"
 E = "\u2026"
@@ -23,21 +23,7 @@ def gated(data: bytes) -> bytes:
     return gate(tabular.compress(data), data)
 
 
-def vector_cases() -> list:
-    out = []
-    for line in (GENERAL / "cases.jsonl").read_text().splitlines():
-        case = json.loads(line)
-        if case["args"][0] != "compress":
-            continue
-        report = json.loads(case["stderr"])
-        if report["content_type"] != "tabular":
-            continue
-        ident = case["case"] + ("" if len(case["args"]) == 1 else " --type tabular")
-        out.append(pytest.param(case, id=ident))
-    return out
-
-
-VECTORS = vector_cases()
+VECTORS = [pytest.param(c, id=c["id"]) for c in general_cases("tabular")]
 
 
 def test_vectors_present() -> None:
