@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import resource
-import shutil
 import statistics
 import subprocess
 import sys
@@ -22,14 +21,15 @@ import tempfile
 import time
 from pathlib import Path
 
+from _script import console_script
+
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "tools.json"
 CORPUS = ROOT / "tests" / "corpus"
 
 
 def _script() -> str:
-    beside = Path(sys.executable).with_name("caveman-engine")
-    return str(beside) if beside.exists() else shutil.which("caveman-engine")
+    return console_script()
 
 
 def big_catalog() -> bytes:

@@ -12,12 +12,13 @@ Usage: python benchmarks/bench_detect.py [--runs 20]
 from __future__ import annotations
 
 import argparse
-import shutil
 import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from _script import console_script
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -78,7 +79,7 @@ def main() -> None:
     for name, size, t in rows:
         print(f"{name:44} {size / 1e6:8.2f} {t * 1e3:9.1f} {size / 1e6 / t:8.1f}")
 
-    script = shutil.which("caveman-engine", path=str(Path(sys.executable).parent)) or "caveman-engine"
+    script = console_script()
     small = SMALL.read_bytes()
     base = cold([sys.executable, "-c", "pass"], b"", args.runs)
     imp = cold([sys.executable, "-c", "import caveman_engine.detect"], b"", args.runs)

@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from _script import console_script
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "tests" / "corpus"
@@ -67,8 +68,7 @@ while True:
 
 
 def _script() -> str:
-    beside = Path(sys.executable).with_name("caveman-engine")
-    return str(beside) if beside.exists() else shutil.which("caveman-engine")
+    return console_script()
 
 
 class Session:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -19,14 +18,13 @@ CORPUS = TESTS / "corpus"
 
 
 def console_script() -> str:
-    """The installed ``caveman-engine`` next to this interpreter (the venv under test)."""
+    """The installed ``caveman-engine`` console script beside the running interpreter (the
+    virtualenv under test). Never looked up on PATH: that could be another installation."""
     beside = Path(sys.executable).with_name("caveman-engine")
-    if beside.exists():
-        return str(beside)
-    found = shutil.which("caveman-engine")
-    if not found:
-        raise RuntimeError("caveman-engine console script is not installed")
-    return found
+    if not beside.exists():
+        raise RuntimeError(f"caveman-engine is not installed beside {sys.executable}; "
+                           "install the project into this interpreter's environment")
+    return str(beside)
 
 
 @dataclass

@@ -11,6 +11,8 @@ import pytest
 from caveman_engine import jsonio
 from caveman_engine.compressors import a11y
 
+from .conftest import console_script
+
 
 def ax(value):
     return {"type": "string", "value": value}
@@ -198,11 +200,7 @@ def test_deep_tree_is_iterative():
 
 
 def test_cli_example_35(tmp_path):
-    try:
-        import caveman_engine.cli  # noqa: F401
-    except ImportError:
-        pytest.skip("cli.py not written yet")
-    exe = "/work/venv/bin/caveman-engine"
+    exe = console_script()
     db = tmp_path / "s" / "ccr.db"
     db.parent.mkdir(mode=0o700)
     env = {**os.environ, "CAVEMAN_CCR_DB": str(db)}

@@ -4,11 +4,7 @@ case yields a handle, ``retrieve`` must give the input back byte for byte.
 
 A vector whose expected output needs a compressor that does not exist yet is an expected
 failure naming that compressor; everything else (detection, pass-through) must already pass.
-
-`code` vectors come from the reference's release build, which handles only Go through Go's own
-printer; our `code` compressor follows the reference's tree-sitter variant for seven languages
-instead (tests/test_compress_code.py holds its expected outputs). For those vectors the content
-type, the exit code and recoverability are checked, not the compressed bytes.
+Every case, `code` included, is compared byte for byte.
 """
 
 from __future__ import annotations
@@ -23,7 +19,7 @@ from .conftest import CONFORMANCE
 
 
 def _cases():
-    for suite in ("cli", "toolschema", "general"):
+    for suite in ("cli", "toolschema", "general", "general2"):
         path = CONFORMANCE / suite / "cases.jsonl"
         for n, line in enumerate(path.read_text().splitlines()):
             case = json.loads(line)
@@ -59,11 +55,6 @@ def _without_counts(report: str) -> dict:
     return doc
 
 
-def _is_code_vector(case: dict) -> bool:
-    return case["args"][0] == "compress" and case["stderr"].startswith(
-        '{"content_type":"code"')
-
-
 @pytest.mark.parametrize("case", list(_cases()))
 def test_vector(case, cli):
     folder = CONFORMANCE / case["suite"]
@@ -74,12 +65,7 @@ def test_vector(case, cli):
     r = cli(*case["args"], input=data)
     expected_out = data if case["stdout"] is None else (folder / case["stdout"]).read_bytes()
     assert r.returncode == case["exit"], r.stderr
-    if _is_code_vector(case):
-        report = json.loads(r.stderr)
-        assert report["content_type"] == "code"
-        if "recovery_handle" not in report:
-            assert r.stdout == data
-    elif case["case"] in TOKEN_COUNT_DIVERGENCES and case["args"][0] == "compress":
+    if case["case"] in TOKEN_COUNT_DIVERGENCES and case["args"][0] == "compress":
         assert _without_counts(r.stderr) == _without_counts(case["stderr"])
         assert r.stdout == expected_out
     else:

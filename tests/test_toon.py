@@ -5,7 +5,6 @@ from __future__ import annotations
 import glob
 import json
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -15,6 +14,8 @@ from hypothesis import strategies as st
 
 from caveman_engine import jsonio
 from caveman_engine.compressors import Compressed, toon
+
+from .conftest import console_script
 
 ROOT = Path(__file__).resolve().parent.parent
 GENERAL = ROOT / "tests" / "conformance" / "general"
@@ -331,9 +332,6 @@ def test_round_trip_property(value):
 
 # --------------------------------------------------------------------------- CLI (§1.8)
 
-CLI = shutil.which("caveman-engine", path=str(Path("/work/venv/bin"))) or shutil.which(
-    "caveman-engine"
-)
 ENCODE_ERR = (
     "toon encode: not losslessly TOON-encodable (invalid JSON, or nested/non-uniform shape); "
     "keep JSON\n"
@@ -341,11 +339,7 @@ ENCODE_ERR = (
 
 
 def _cli(args, stdin=b""):
-    try:
-        import caveman_engine.cli  # noqa: F401
-    except ImportError:
-        pytest.skip("cli.py not written yet")
-    return subprocess.run([CLI, *args], input=stdin, capture_output=True, timeout=60)
+    return subprocess.run([console_script(), *args], input=stdin, capture_output=True, timeout=60)
 
 
 @pytest.mark.parametrize(
