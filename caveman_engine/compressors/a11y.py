@@ -1,12 +1,17 @@
 """``a11y``: a Chrome DevTools accessibility tree rendered as a compact outline.
 
 Forced only (method ``a11y``). Input: the node array of CDP ``Accessibility.getFullAXTree``,
-bare or as ``{"nodes": […]}``. Each rendered line is
+bare or as ``{"nodes": […]}`` — a full, depth-limited or partial result. Each rendered line is
 
     <2 spaces per depth>[uid] role "name" = "value" {state,…}
 
-* ``[uid]`` only for actionable nodes (an interactive role, or focusable/clickable) that carry
-  a backend DOM node id: ``u`` + the id in base 36, ``_2``, ``_3`` … on collisions;
+* text (names, values) is whitespace-normalised first: runs of Go ``unicode.IsSpace`` runes
+  (NBSP, figure space, newlines …) become one space, ends trimmed;
+* ``[uid]`` for every node with a backend DOM node id whose role is not one of the plain
+  document-structure roles (page, text, label, paragraph, heading, list, listitem, table, row,
+  cell, columnheader, rowheader, image, figure, separator, form, banner, main, navigation):
+  ``u`` + the id in base 36, ``_2``, ``_3`` … on collisions. Focusability does not matter (the
+  focusable page gets none; ``code``, ``term``, ``listmarker``, ``linebreak`` … get one);
 * role lower-cased, with ``RootWebArea`` → ``page``, ``StaticText`` → ``text``,
   ``LabelText`` → ``label``;
 * name and value quoted like Go's ``strconv.Quote``; the value only when non-empty and
@@ -14,16 +19,19 @@ bare or as ``{"nodes": […]}``. Each rendered line is
 * states, in this order: disabled, checked|unchecked, expanded|collapsed, selected, focused,
   editable.
 
-The walk starts at the roots (nodes no other node lists as a child), in input order. Ignored
-nodes are flattened (their children take their place); ``InlineTextBox`` nodes are dropped;
-empty ``LabelText`` and empty generic/presentational/none wrappers are flattened unless they are
-focusable/clickable or carry a state; ``StaticText`` whose name repeats another node's name or
-value is dropped. The uid → DOM mapping is returned as recovery metadata
-``{"uids":{uid:{"backendDOMNodeId":n,"frameId":…,"nodeId":…}}}`` (compact JSON).
+The walk starts at the roots (nodes no other node lists as a child), in input order, and
+follows ``childIds`` depth-first; ids missing from a partial result are skipped. Ignored nodes
+are flattened (their children take their place); ``InlineTextBox`` nodes are dropped with their
+subtree; empty ``LabelText`` and empty generic/presentational/none wrappers are flattened
+unless they are focusable/clickable or carry a state other than ``editable``; a ``StaticText``
+whose text equals, ignoring case, the name or value of any non-ignored node that is not text
+(``StaticText``/``InlineTextBox``) is flattened. The uid → DOM mapping is returned as recovery
+metadata ``{"uids":{uid:{"backendDOMNodeId":n,"frameId":…,"nodeId":…}}}`` (compact JSON).
 """
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from typing import Any
 
@@ -35,15 +43,27 @@ SAFETY_CLASS = "S4"
 
 _ROLE_NAMES = {"rootwebarea": "page", "statictext": "text", "labeltext": "label"}
 _WRAPPERS = frozenset({"generic", "presentation", "none", "genericcontainer"})
-_INTERACTIVE = frozenset(
+# Lower-cased CDP roles that never get a uid: the plain structure of a document.
+_STRUCTURAL = frozenset(
     {
-        "button", "checkbox", "combobox", "link", "listbox", "menuitem", "menuitemcheckbox",
-        "menuitemradio", "option", "radio", "searchbox", "slider", "spinbutton", "switch", "tab",
-        "textbox", "treeitem", "textfield", "textfieldwithcombobox", "popupbutton",
-        "togglebutton", "menulistoption", "listboxoption", "menubutton",
+        "rootwebarea", "statictext", "labeltext", "paragraph", "heading", "list", "listitem",
+        "table", "row", "cell", "columnheader", "rowheader", "image", "figure", "separator",
+        "form", "banner", "main", "navigation",
     }
 )
+_TEXT_ROLES = frozenset({"StaticText", "InlineTextBox"})
+_SPACE_RUN = re.compile("[" + re.escape(gotext.GO_SPACE) + "]+")
 _B36 = "0123456789abcdefghijklmnopqrstuvwxyz"
+
+
+def _norm(s: str) -> str:
+    """Whitespace runs (Go ``unicode.IsSpace``) collapsed to one space, ends trimmed."""
+    return " ".join(w for w in _SPACE_RUN.split(s) if w)
+
+
+def _fold(s: str) -> str:
+    """The key under which two texts count as the same: normalised, lower-cased."""
+    return gotext.to_lower(_norm(s))
 
 
 def _base36(n: int) -> str:
@@ -209,14 +229,15 @@ def compress(data: bytes) -> Compressed | None:
     if not any_visible:
         return None
 
-    # texts already carried by non-StaticText nodes: a StaticText repeating one is dropped
+    # texts already carried by other nodes (case-insensitively): a StaticText repeating one is
+    # flattened. Only non-ignored nodes that are not text themselves count.
     carried: set[str] = set()
     for nid in order:
         n = nodes[nid]
-        if n.get("ignored") is True or _role(n) == "StaticText":
+        if n.get("ignored") is True or _role(n) in _TEXT_ROLES:
             continue
         for t in (_text(_ax_value(n.get("name"))), _text(_ax_value(n.get("value")))):
-            t = gotext.trim(t)
+            t = _fold(t)
             if t:
                 carried.add(t)
 
@@ -238,7 +259,7 @@ def compress(data: bytes) -> Compressed | None:
             continue
         line = None
         if n.get("ignored") is not True and not (
-            role == "StaticText" and gotext.trim(_text(_ax_value(n.get("name")))) in carried
+            role == "StaticText" and _fold(_text(_ax_value(n.get("name")))) in carried
         ):
             line = _render(n, role, used, uids)
         child_depth = depth
@@ -255,19 +276,20 @@ def compress(data: bytes) -> Compressed | None:
 def _render(n: dict, role: str, used: set[str], uids: dict[str, dict]) -> str | None:
     """The line for a visible node, or None to flatten it (its children take its place)."""
     props = _props(n)
-    name = _text(_ax_value(n.get("name")))
-    value = _text(_ax_value(n.get("value")))
+    name = _norm(_text(_ax_value(n.get("name"))))
+    value = _norm(_text(_ax_value(n.get("value"))))
     states = _states(props)
     lrole = gotext.to_lower(role)
     focusable = _truthy(props.get("focusable")) or _truthy(props.get("clickable"))
-    if not name and not value and not states and not focusable:
-        if lrole in _WRAPPERS:
+    if lrole in _WRAPPERS and not name and not value and not focusable:
+        # "editable" alone does not keep a wrapper: it is the inner editor of a text field
+        if all(s == "editable" for s in states):
             return None
-    if lrole == "labeltext" and not gotext.trim(name):
+    if lrole == "labeltext" and not name:
         return None
     uid = ""
     backend = _backend_id(n)
-    if backend > 0 and (lrole in _INTERACTIVE or focusable):
+    if backend > 0 and lrole not in _STRUCTURAL:
         base = "u" + _base36(backend)
         uid, k = base, 1
         while uid in used:
