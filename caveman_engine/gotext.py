@@ -8,12 +8,14 @@ how strings are lower-cased. Every compressor that needs one of these uses this 
 from __future__ import annotations
 
 import codecs
+import re
 
 # Go unicode.IsSpace / strings.TrimSpace. Python's str.strip() also strips U+001C..U+001F.
 GO_SPACE = (
     "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
     "\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
 )
+_FIELDS_RE = re.compile("[" + re.escape(GO_SPACE) + "]+")
 # JSON insignificant whitespace.
 JSON_SPACE = " \t\n\r"
 JSON_SPACE_BYTES = b" \t\n\r"
@@ -32,6 +34,11 @@ def trim_left(s: str) -> str:
 
 def trim_right(s: str) -> str:
     return s.rstrip(GO_SPACE)
+
+
+def fields(s: str) -> list[str]:
+    """strings.Fields. Python's str.split() also splits at U+001C..U+001F."""
+    return [w for w in _FIELDS_RE.split(s) if w]
 
 
 def is_blank(s: str) -> bool:

@@ -71,7 +71,7 @@ def test_extracts_the_article_and_renders_blocks_inline_and_pre():
         "</div>"
     )
     expected = (
-        "The Title here\n"
+        "The Title \u00a0here\n"  # &nbsp; is not collapsed (see the test below)
         "\n"
         f"{LONG}, one\n"
         "and a link .\n"
@@ -95,6 +95,27 @@ def test_blank_line_runs_reduce_to_one_and_output_is_trimmed():
     body = "<div>" + "".join(f"<div><div><p>{LONG} {i}</p></div></div>\n\n\n" for i in range(4)) + "</div>"
     out = html.compress(doc(body))
     assert out == "\n\n".join(f"{LONG} {i}" for i in range(4)).encode()
+
+
+def test_only_ascii_space_and_tab_runs_collapse_and_lines_trim_go_whitespace():
+    # Rule (rustdoc's "(<code>feature</code>&nbsp;<a>#issue</a>)"): within a line only runs of
+    # U+0020/U+0009 collapse to one space; U+00A0 and the other Unicode spaces stay where they
+    # are, between the spaces the inline elements add. Each line is then trimmed with Go's
+    # strings.TrimSpace, so such a space at a line's edge goes.
+    page = doc(
+        f"<div><p>{LONG}</p><p>{LONG}</p><p>{LONG}</p>"
+        "<p>a <code>feat</code>&nbsp;<a href='/i'>#1</a> z</p>"
+        "<p>b\t\t \u2003\u2003c</p>"
+        "<p>&nbsp; <span>edge</span> \u3000</p>"
+        "</div>"
+    )
+    expected = (
+        f"{LONG}\n\n{LONG}\n\n{LONG}\n\n"
+        "a feat \u00a0 #1 z\n\n"
+        "b \u2003\u2003c\n\n"
+        "edge"
+    )
+    assert html.compress(page) == expected.encode()
 
 
 def test_class_and_id_weight_once_per_container():

@@ -236,6 +236,34 @@ def test_text_fence_is_one_section() -> None:
     assert text.split_sections(src) == ["intro", "```\ncode one\n\ncode two\n```", "after"]
 
 
+def test_text_paragraph_mode_needs_an_empty_line_but_blank_lines_split() -> None:
+    # Rule: paragraph mode needs an empty line ("\n\n" in the trimmed text); a line of spaces
+    # alone (a diff's blank context line) leaves the text in one-line-per-section mode ...
+    assert text.split_sections("a\n \nb\n\t\nc") == ["a", "b", "c"]
+    assert text.split_sections(" x\n \n y ") == ["x", "y"]
+    # ... CRLF blank lines ("\r") do not switch it on either ...
+    assert text.split_sections("a\r\nb\r\n\r\nc") == ["a", "b", "c"]
+    # ... but once it is on, a whitespace-only line separates paragraphs like an empty one.
+    assert text.split_sections("a\nb\n\nc\n \nd\ne") == ["a\nb", "c", "d\ne"]
+
+
+def test_text_line_mode_with_blank_context_lines_through_compress() -> None:
+    lines = [f"line {i} of the change, with enough words to weigh something." for i in range(40)]
+    lines[20] = " "  # whitespace-only, not empty: still line mode, and not a section
+    data = ("\n".join(lines) + "\n").encode()
+    out = text.compress(data)
+    assert out == "\n\n".join(
+        lines[:2] + ["\u2026 35 sections elided (caveman) \u2026"] + lines[-2:]
+    ).encode()
+
+
+def test_text_heading_counts_words_like_go_fields() -> None:
+    # strings.Fields does not split at U+001C..U+001F (Python's str.split does).
+    assert text.is_heading("\x1c".join("abcdefghi"))
+    assert not text.is_heading(" ".join("abcdefghi"))
+    assert text.is_heading("a\u00a0b\u3000c")
+
+
 def test_text_heading_rule() -> None:
     assert text.is_heading("# anything at all. really!")
     assert text.is_heading("Install Notes")

@@ -13,9 +13,11 @@ the positive/negative patterns. Each candidate's score is discounted by its link
 Declines: no body, no candidate, link text ≥ half of the winner's text, extracted text under
 200 bytes, or output not smaller than the input.
 
-Output: block elements start and end a line, inline elements are a space, whitespace runs
-within a line collapse to one space (lines trimmed), source line breaks inside text are kept,
-runs of blank lines become one, ``<pre>`` content is copied verbatim; no trailing newline.
+Output: block elements start and end a line, inline elements are a space, runs of ASCII spaces
+and tabs within a line collapse to one space and each line is then trimmed of Go whitespace (so
+a U+00A0 between two inline elements stays, with a space on each side, while one at either end
+of a line goes), source line breaks inside text are kept, runs of blank lines become one,
+``<pre>`` content is copied verbatim; no trailing newline.
 
 Every walk is iterative (no recursion limit) and scoring aggregates bottom-up, so the work is
 linear in the size of the document.
@@ -55,9 +57,11 @@ _NEGATIVE = re.compile(
     r"(?i)(comment|nav|sidebar|footer|header|menu|promo|banner|ad-|share|social|related"
     r"|breadcrumb|cookie|popup|modal|widget)"
 )
-# Go's unicode.IsSpace set (strings.Fields / strings.TrimSpace).
+# Go's unicode.IsSpace set (strings.TrimSpace): trims text for scoring and trims output lines.
 _GO_SPACE = gotext.GO_SPACE
-_FIELDS = re.compile("[" + re.escape(_GO_SPACE) + "]+")
+# What collapses inside an output line: runs of ASCII space and tab only. U+00A0 (&nbsp;) and the
+# other Unicode spaces are kept as they are; they only go when a line is trimmed.
+_RUN = re.compile("[ \t]+")
 
 
 class _El:
@@ -224,7 +228,7 @@ def _render(root: _El) -> str:
         if cur_pre:
             lines.append(joined)
         else:
-            lines.append(" ".join(w for w in _FIELDS.split(joined) if w))
+            lines.append(gotext.trim(_RUN.sub(" ", joined)))
         cur.clear()
         cur_pre = False
 

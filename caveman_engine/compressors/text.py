@@ -39,10 +39,14 @@ def _looks_html(text: str) -> bool:
 
 
 def split_sections(text: str) -> list[str]:
-    """Paragraphs (blank-line separated) when the text has a blank line, else one line per
-    section; a fenced code block is always one section. Sections come back trimmed."""
+    r"""Paragraphs when the trimmed text has an empty line (contains ``\n\n``), else one line
+    per section; a fenced code block is always one section. Sections come back trimmed.
+
+    The two tests differ on purpose: a whitespace-only line (a diff's blank context line ``" "``,
+    ``\r`` in CRLF text) does not switch paragraph mode on, but once it is on, such a line
+    separates paragraphs like an empty one."""
     lines = gotext.trim(text).split("\n")
-    by_paragraph = any(gotext.is_blank(x) for x in lines)
+    by_paragraph = "" in lines
     sections: list[str] = []
     cur: list[str] = []
 
@@ -92,7 +96,7 @@ def is_heading(section: str) -> bool:
         return False
     if any(c in section for c in ".!?"):
         return False
-    words = len(section.split())
+    words = len(gotext.fields(section))
     return 1 <= words <= HEADING_MAX_WORDS
 
 
