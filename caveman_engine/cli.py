@@ -15,7 +15,9 @@ TOON_USAGE = "usage: caveman-engine toon encode|decode"
 
 
 def fail(message: str, code: int = 1) -> None:
-    click.echo(message, err=True)
+    from .stdio import say
+
+    say(message)
     sys.exit(code)
 
 
@@ -27,10 +29,11 @@ def read_stdin(command: str) -> bytes:
     except InputTooLarge as exc:
         fail(f"read stdin: {exc}")
     except OSError as exc:
-        fail(f"{command}: read stdin: {exc}")
+        fail(f"{command}: read stdin: {exc.strerror or exc}")
 
 
 def write_stdout(data: bytes) -> None:
+    """All of ``data`` or :class:`stdio.OutputError` (reported by the console script)."""
     out = sys.stdout.buffer
     out.write(data)
     out.flush()
@@ -57,8 +60,6 @@ class CavemanGroup(click.Group):
             self._usage_error(exc, args)
         except click.exceptions.Abort:
             fail("aborted")
-        except BrokenPipeError:
-            sys.exit(1)
         sys.exit(rv or 0)
 
     def _usage_error(self, exc: click.UsageError, args: list[str]) -> None:
@@ -150,15 +151,9 @@ def compress(content_type: str | None) -> None:
     result = Engine(store).compress(data, content_type)
     if result.error is not None and not result.is_clean_passthrough(data):
         fail(f"compress: unsafe recovery failure result: {result.error_detail}")
-    try:
-        write_stdout(result.output)
-    except OSError as exc:
-        fail(f"compress: write stdout: {exc}")
-    try:
-        sys.stderr.buffer.write(result.report() + b"\n")
-        sys.stderr.buffer.flush()
-    except OSError as exc:
-        fail(f"compress: write report: {exc}")
+    write_stdout(result.output)
+    sys.stderr.buffer.write(result.report() + b"\n")
+    sys.stderr.buffer.flush()
 
 
 @cli.command(context_settings={"ignore_unknown_options": True})
@@ -186,10 +181,7 @@ def retrieve(handle: str | None, query: str | None, ignored: tuple[str, ...]) ->
         data = Engine(store, counter=None).retrieve(handle, query)
     except StoreError as exc:
         fail(f"retrieve: {exc}")
-    try:
-        write_stdout(data)
-    except OSError as exc:
-        fail(f"write stdout: {exc}")
+    write_stdout(data)
 
 
 @cli.command(context_settings={"ignore_unknown_options": True})

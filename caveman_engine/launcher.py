@@ -1,5 +1,10 @@
 """The console script's entry point.
 
+Every command runs between :func:`stdio.install` and a final flush, so that a short or failed
+write to stdout (a full disk, a closed descriptor, a reader that went away) ends in one line on
+stderr and exit 1 instead of a success, and Ctrl-C ends in one line and exit 130, never in a
+traceback.
+
 `caveman-engine detect` is called once per file by shell pipelines, so its cold start matters:
 it ignores its arguments and needs neither click nor the store, so it is answered here without
 importing them. Every other command (and `detect --help`) goes to the click CLI.
@@ -7,16 +12,70 @@ importing them. Every other command (and `detect --help`) goes to the click CLI.
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
+
+from . import stdio
+
+# The reference's prefixes for a failed stdout write (spec §1.3 and the store spec's retrieve).
+_WRITE_PREFIX = {"retrieve": ""}
+
+
+class Interrupted(BaseException):
+    """SIGINT. Not a KeyboardInterrupt, which click would catch and answer on its own."""
+
+
+def _interrupt(signum, frame) -> None:
+    raise Interrupted
 
 
 def main() -> None:
+    stdio.install()
+    signal.signal(signal.SIGINT, _interrupt)
     args = sys.argv[1:]
+    command = args[0] if args and not args[0].startswith("-") else None
+    try:
+        try:
+            code = _dispatch(args)
+        except SystemExit as exc:
+            code = _exit_code(exc.code)
+        stdio.flush()
+    except stdio.OutputError as exc:
+        prefix = _WRITE_PREFIX.get(command, f"{command}: " if command else "caveman-engine: ")
+        stdio.say(f"{prefix}{exc}")
+        code = 1
+    except (Interrupted, KeyboardInterrupt):
+        stdio.say("caveman-engine: interrupted")
+        code = 130
+    except Exception as exc:  # a bug: still one line (a traceback too in strict mode)
+        if os.environ.get("CAVEMAN_STRICT") == "1":
+            import traceback
+
+            traceback.print_exc()
+        name = command or "caveman-engine"
+        crash = type(exc).__name__ == "CompressorCrash"
+        stdio.say(f"{name}: {exc}" if crash else f"{name}: internal error: {type(exc).__name__}: {exc}")
+        code = 1
+    sys.exit(code)
+
+
+def _dispatch(args: list[str]) -> int:
     if args[:1] == ["detect"] and not {"-h", "--help"} & set(args[1:]):
-        sys.exit(_detect())
+        return _detect()
     from .cli import main as cli_main
 
     cli_main()
+    return 0
+
+
+def _exit_code(code) -> int:
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    stdio.say(str(code))
+    return 1
 
 
 def _detect() -> int:
@@ -26,14 +85,10 @@ def _detect() -> int:
     try:
         data = read_bounded(sys.stdin.buffer)
     except InputTooLarge as exc:
-        sys.stderr.write(f"read stdin: {exc}\n")
+        stdio.say(f"read stdin: {exc}")
         return 1
     except OSError as exc:
-        sys.stderr.write(f"detect: read stdin: {exc}\n")
+        stdio.say(f"detect: read stdin: {exc.strerror or exc}")
         return 1
-    try:
-        sys.stdout.write(detect(data) + "\n")
-        sys.stdout.flush()
-    except BrokenPipeError:
-        return 1
+    sys.stdout.write(detect(data) + "\n")
     return 0

@@ -311,3 +311,64 @@ def test_server_exit_while_client_stdin_stays_open(env):
     peer.close()
     assert bytes(peer.stdout) == b'{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"a","descr'
     assert_clean(bytes(peer.stderr))
+
+
+# --------------------------------------------------------------------------- broken pipes
+
+# A server that writes 64 MiB of notifications (far more than any pipe holds), then waits.
+FLOOD = ("import os, sys, time\n"
+         "line = b'{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"x\":\"'"
+         " + b'a' * 1000 + b'\"}}\\n'\n"
+         "for _ in range(65536):\n"
+         "    os.write(1, line)\n"
+         "time.sleep(60)\n")
+
+
+def test_client_stops_reading_our_stdout(env):
+    """The client closes our stdout early: one line, the server is stopped, exit 1."""
+    p = subprocess.Popen(proxy(PY, "-c", FLOOD), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, env=env)
+    assert p.stdout.read(10)
+    p.stdout.close()
+    t0 = time.monotonic()
+    err = p.stderr.read()
+    assert p.wait(timeout=60) == 1
+    assert time.monotonic() - t0 < 30
+    assert err.decode().splitlines() == ["caveman-engine mcp: write stdout: Broken pipe"]
+
+
+def test_our_stdout_is_full(env):
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full")
+    with open("/dev/full", "wb") as sink:
+        p = subprocess.run(proxy(PY, "-c", FLOOD), stdin=subprocess.PIPE, stdout=sink,
+                           stderr=subprocess.PIPE, env=env, timeout=60)
+    assert p.returncode == 1
+    assert p.stderr.decode().splitlines() == [
+        "caveman-engine mcp: write stdout: No space left on device"]
+
+
+def test_server_stops_reading_its_stdin(env):
+    """The server closes its stdin and exits 0 while the client still sends: what the client
+    sent did not arrive, so the middleware says so and does not exit 0."""
+    server = "import os, time\nos.close(0)\ntime.sleep(1)\n"
+    p = subprocess.Popen(proxy(PY, "-c", server), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, env=env)
+    time.sleep(0.3)
+    try:
+        for _ in range(200):
+            p.stdin.write(REQ * 100)
+            p.stdin.flush()
+    except BrokenPipeError:
+        pass
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 1
+    assert err.decode().splitlines() == ["caveman-engine mcp: write to server: Broken pipe"]
+
+
+def test_closed_stdout_at_start(env):
+    p = subprocess.run(proxy(PY, "-c", "pass"), stdin=subprocess.DEVNULL, capture_output=True,
+                       env=env, timeout=60, preexec_fn=lambda: os.close(1))
+    assert p.returncode == 1
+    assert p.stderr.decode().splitlines() == [
+        "caveman-engine mcp: stdout is closed: the client could not read any answer"]

@@ -66,6 +66,12 @@ def mcp_command(tool_type: str, fields: str | None, retrieve_tool: bool, command
             err=True,
         )
         sys.exit(2)
+    from ..stdio import closed_at_start
+
+    if 1 in closed_at_start:
+        click.echo("caveman-engine mcp: stdout is closed: the client could not read any answer",
+                   err=True)
+        sys.exit(1)
     from .proxy import run
 
     code = run(

@@ -13,6 +13,10 @@ Threads:
   byte for byte, whatever its size.
 * main: waits for the server, forwards SIGINT/SIGTERM/SIGHUP to it, exits with its code
   (128 + signal when it was killed) once its output is drained.
+
+No byte is dropped quietly: when our stdout fails (the client stopped reading, a full disk) the
+middleware says so in one line, stops the server and exits 1; when the server stops taking
+what the client sends, it says so in one line and exits non-zero even if the server exits 0.
 """
 
 from __future__ import annotations
@@ -35,6 +39,8 @@ FORWARDED_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")
 # After the server exits, how long its stdout may stay silent before we stop waiting for EOF
 # (a grandchild holding the pipe open must not keep us alive forever).
 DRAIN_IDLE_SECONDS = 2.0
+# A server asked to stop (our stdout is gone) is killed if it is still running after this.
+KILL_GRACE_SECONDS = 5.0
 
 
 def _grow_pipe(fd: int) -> None:
@@ -45,6 +51,14 @@ def _grow_pipe(fd: int) -> None:
         fcntl.fcntl(fd, getattr(fcntl, "F_SETPIPE_SZ", 1031), PIPE_SIZE)
     except (OSError, ImportError, ValueError):
         pass  # not a pipe, not Linux, or above /proc/sys/fs/pipe-max-size: keep the default
+
+
+def _kill_if_running(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        try:
+            proc.kill()
+        except OSError:
+            pass
 
 
 def _warn(message: str) -> None:
@@ -96,12 +110,14 @@ class EngineHolder:
 
 
 class Output:
-    """Whole-line writes to our stdout from two threads."""
+    """Whole-line writes to our stdout from two threads. The first failure is reported through
+    ``on_error`` (once); later writes are dropped, since the reader is gone."""
 
-    def __init__(self, fd: int) -> None:
+    def __init__(self, fd: int, on_error=None) -> None:
         self.fd = fd
         self.lock = threading.Lock()
         self.broken = False
+        self.on_error = on_error
 
     def write(self, data) -> None:
         if not data:
@@ -114,8 +130,10 @@ class Output:
                 while view:
                     n = os.write(self.fd, view)
                     view = view[n:]
-            except (BrokenPipeError, OSError):
+            except OSError as exc:
                 self.broken = True
+                if self.on_error is not None:
+                    self.on_error(exc)
 
 
 class Proxy:
@@ -131,7 +149,8 @@ class Proxy:
         self.argv = argv
         self.retrieve_tool = retrieve_tool
         self.stdin_fd = stdin_fd
-        self.out = Output(stdout_fd)
+        self.out = Output(stdout_fd, self._client_gone)
+        self.server_write_failed = False
         self.engines = EngineHolder()
         self.rewriter = Rewriter(self.engines.get, tool_type, fields, retrieve_tool)
         self.pending: dict[tuple, tuple[str, bool]] = {}
@@ -176,9 +195,27 @@ class Proxy:
             server_out.join(0.1)
             if self.reading and time.monotonic() - self.last_server_read > DRAIN_IDLE_SECONDS:
                 break
+        if self.out.broken:
+            return 1
         if rc < 0:
             return 128 + (-rc)
+        if rc == 0 and self.server_write_failed:
+            return 1
         return rc
+
+    def _client_gone(self, exc: OSError) -> None:
+        """Our stdout failed: nobody receives the server's answers any more."""
+        _warn(f"write stdout: {exc.strerror or exc}")
+        proc = self.proc
+        if proc is None or proc.returncode is not None:
+            return
+        try:
+            proc.terminate()
+        except OSError:
+            return
+        killer = threading.Timer(KILL_GRACE_SECONDS, _kill_if_running, (proc,))
+        killer.daemon = True
+        killer.start()
 
     def _forward(self, signum: int) -> None:
         proc = self.proc
@@ -224,8 +261,10 @@ class Proxy:
                 while view:
                     n = os.write(sink, view)
                     view = view[n:]
-            except OSError:  # EPIPE: the server is gone; keep reading so the client is not blocked
+            except OSError as exc:  # the server stopped reading: keep draining the client
                 alive = False
+                self.server_write_failed = True
+                _warn(f"write to server: {exc.strerror or exc}")
 
         while True:
             try:
