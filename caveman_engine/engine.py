@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import gotext, jsonio, registry, wrappers
-from .compressors import Compressed
+from .compressors import Compressed, CompressorCrash, strict
 from .detect import detect as detect_type
 from .limits import check_size
 from .store import BudgetExceeded, Store
@@ -94,6 +94,8 @@ class Engine:
         try:
             return counter.count(data)
         except Exception:
+            if strict():
+                raise
             return Counter().count(data)
 
     # -- compress
@@ -160,7 +162,7 @@ class Engine:
     def _run(self, module, body: bytes) -> Compressed | None:
         if module.CONTENT_TYPE == "json" and _best_of_json():
             return self._best_of_json(module, body)
-        return _call(module, body)
+        return call_compressor(module, body)
 
     def _best_of_json(self, json_module, body: bytes) -> Compressed | None:
         """``CAVE_ENGINE_TOON=best-of`` (spec §2.7): TOON first; elision replaces it only when
@@ -169,7 +171,7 @@ class Engine:
         limit = self.count(body)
         toon = registry.compressor("toon")
         for module in ([toon[0]] if toon else []) + [json_module]:
-            produced = _call(module, body)
+            produced = call_compressor(module, body)
             if produced is None:
                 continue
             n = self.count(produced.data)
@@ -194,11 +196,13 @@ class Engine:
         return narrow(original, query)
 
 
-def _call(module, body: bytes) -> Compressed | None:
-    """Run a compressor; anything it raises is a decline."""
+def call_compressor(module, body: bytes) -> Compressed | None:
+    """Run a compressor; anything it raises is a decline (in strict mode, a crash)."""
     try:
         produced = module.compress(body)
-    except Exception:
+    except Exception as exc:
+        if strict():
+            raise CompressorCrash(module.CONTENT_TYPE, exc) from exc
         return None
     if isinstance(produced, (bytes, bytearray)):
         return Compressed(bytes(produced))

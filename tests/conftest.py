@@ -12,6 +12,10 @@ from pathlib import Path
 
 import pytest
 
+# Strict mode for the whole suite and every process it starts: a compressor that raises is a
+# failure to see, not the fail-closed pass-through users get.
+os.environ["CAVEMAN_STRICT"] = "1"
+
 TESTS = Path(__file__).resolve().parent
 CONFORMANCE = TESTS / "conformance"
 CORPUS = TESTS / "corpus"

@@ -34,21 +34,17 @@ def run_compressor(content_type: str, data: bytes) -> bytes | None:
     """The compressor's output for ``data`` as ``compress`` would emit it, or None when
     ``compress`` would pass the input through."""
     from .. import registry
-    from ..compressors import Compressed
+    from ..engine import call_compressor
     from .measure import counter
 
     found = registry.compressor(content_type)
     if found is None:
         raise UnknownType(f"unknown or unavailable content type: {content_type}")
     module, _ = found
-    try:
-        out = module.compress(data)
-    except Exception:
+    produced = call_compressor(module, data)
+    if produced is None or produced.data == data:
         return None
-    if isinstance(out, Compressed):
-        out = out.data
-    if not isinstance(out, (bytes, bytearray)) or bytes(out) == data:
-        return None
+    out = produced.data
     c = counter()
     if c.count(bytes(out)) >= c.count(data):
         return None

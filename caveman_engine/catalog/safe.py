@@ -64,7 +64,4 @@ def compress_bytes(data: bytes, names: Iterable[str] | None = None) -> bytes | N
     doc = envelope.load_catalog(data)
     if doc is None:
         return None
-    try:
-        return envelope.dumps(apply_tree(doc, names))
-    except Exception:  # never raise out of a compressor: decline
-        return None
+    return envelope.dumps(apply_tree(doc, names))

@@ -10,7 +10,8 @@ recovery store, never prints. It defines three things:
 ``compress`` returns the rewritten bytes, a :class:`Compressed` when it needs to report more
 than bytes (a method name other than its content type, ``lossless_to_model``, recovery
 metadata), or ``None`` to decline. Raising is also a decline: the engine catches everything and
-passes the input through. Deciding whether the output is worth emitting (fewer tokens, not
+passes the input through — except in strict mode (``CAVEMAN_STRICT=1``, on in the test suite and
+the fuzzers), where an exception is a bug to be seen: it propagates as :class:`CompressorCrash`. Deciding whether the output is worth emitting (fewer tokens, not
 byte-identical) belongs to the engine, not to the compressor.
 
 The module for type ``t`` is ``caveman_engine.compressors.<t with '-' replaced by '_'>``; the
@@ -19,7 +20,23 @@ registry imports it only when that type is used.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
+
+STRICT_ENV = "CAVEMAN_STRICT"
+
+
+def strict() -> bool:
+    """``CAVEMAN_STRICT=1``: a compressor (or token counter) that raises is not a decline."""
+    return os.environ.get(STRICT_ENV, "") == "1"
+
+
+class CompressorCrash(RuntimeError):
+    """Strict mode: the compressor for ``content_type`` raised instead of declining."""
+
+    def __init__(self, content_type: str, exc: BaseException) -> None:
+        self.content_type = content_type
+        super().__init__(f"the {content_type} compressor raised {type(exc).__name__}: {exc}")
 
 
 @dataclass(frozen=True, slots=True)

@@ -260,8 +260,5 @@ def strip_annotations(data: bytes) -> tuple[bytes, bool]:
 
 def compress(data: bytes) -> bytes | None:
     """The strip as a compressor: the (possibly identical) bytes, or ``None`` to decline."""
-    try:
-        out, ok = strip_annotations(data)
-    except Exception:  # defensive: bad input declines, never raises
-        return None
+    out, ok = strip_annotations(data)
     return out if ok else None

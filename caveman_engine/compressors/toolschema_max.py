@@ -88,8 +88,5 @@ def compress(data: bytes) -> bytes | None:
     doc = envelope.load_catalog(data)
     if doc is None:
         return None
-    try:
-        out = envelope.dumps(compress_tree(doc))
-    except Exception:  # never raise out of a compressor: decline
-        return None
+    out = envelope.dumps(compress_tree(doc))
     return out if len(out) <= len(data) else None
