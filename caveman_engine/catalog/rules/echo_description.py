@@ -1,7 +1,7 @@
 """echo_description: drop a property description whose words only repeat the property name.
 
 ``user_id: {"description": "The user ID"}`` tells the model nothing the key did not: the
-content words (case styles split, stop-words such as "the", "of", "value" removed) are exactly
+meaningful words (case styles split, filler such as "the", "of", "value" left out) are exactly
 the name's. Any other word ("Unique user ID") keeps it. Descriptions are annotations, so
 validation is unchanged. Tool descriptions are never touched.
 """
@@ -9,7 +9,7 @@ validation is unchanged. Tool descriptions are never touched.
 from __future__ import annotations
 
 from .. import schema as js
-from ._text import content_words
+from ._text import meaning
 
 NAME = "echo_description"
 SUMMARY = "Drop property descriptions that only repeat the property name"
@@ -25,7 +25,7 @@ def apply(root, ctx):
                 continue
             d = sub.get("description")
             if isinstance(d, str):
-                words = content_words(d)
-                if words and words == content_words(name):
+                said = meaning(d)
+                if said and said == meaning(name):
                     del sub["description"]
     return root

@@ -1,64 +1,63 @@
-"""titles: drop ``title`` keywords that only repeat a name the model already sees.
+"""titles: drop a ``title`` that only restates a name the model already reads.
 
-* the schema root's title equals the tool name, optionally with a generator suffix
-  (``search_eventsArguments``, ``x_wrapperArguments``, ``xOutput``…);
-* a property's title equals the property name (``"User Id"`` for ``user_id``);
-* a definition's title equals its ``$defs`` key;
-* the MCP tool's own ``title`` (and ``annotations.title``) equals the tool name.
+A title is dropped when, compared on ASCII letters and digits alone and ignoring case, it is:
 
-Comparison ignores case and everything but ASCII letters and digits. ``title`` is an
-annotation: validation is unchanged. Informative titles stay.
+* on a property, that property's key (``"User Id"`` on ``user_id``);
+* on a ``$defs`` / ``definitions`` entry, that entry's key;
+* on the schema root, the tool's name, alone or followed by the word a schema generator
+  appends to a function's name (``search_eventsArguments``, ``getTimeInput``, ``xOutput``…);
+* on an MCP tool (or its ``annotations``), the tool's name, alone or followed by "tool".
+
+``title`` is an annotation, so the calls a schema accepts do not change. Any title that says
+more than the name ("Time zone of the caller") stays.
 """
 
 from __future__ import annotations
 
 from .. import schema as js
-from ._text import norm
+from ._text import squash
 
 NAME = "titles"
 SUMMARY = "Drop titles that only repeat the property, $defs key or tool name"
 
-ROOT_SUFFIXES = (
-    "", "arguments", "args", "input", "inputs", "params", "parameters", "request", "schema",
+# What generators put after a function's name when they name its argument or result model.
+GENERATED_TAILS = frozenset({
+    "args", "arguments", "input", "inputs", "params", "parameters", "request", "schema",
     "output", "result", "response", "wrapperarguments", "wrapperoutput",
-)
+})
+KEYED = ("properties", "$defs", "definitions")
 
 
-def _same(title, name) -> bool:
-    if not isinstance(title, str) or not isinstance(name, str):
+def _restates(title, key: str, tails=frozenset()) -> bool:
+    """``title`` is the name ``key`` (optionally followed by one of ``tails``), nothing more."""
+    if not isinstance(title, str) or not isinstance(key, str):
         return False
-    t = norm(title)
-    return bool(t) and t == norm(name)
+    name = squash(key)
+    said = squash(title)
+    if not name or not said.startswith(name):
+        return False
+    rest = said[len(name):]
+    return rest == "" or rest in tails
 
 
 def apply(root, ctx):
     if not isinstance(root, dict):
         return root
-    name = ctx.tool_name
-    t = root.get("title")
-    if isinstance(t, str) and isinstance(name, str) and norm(name):
-        nt, nn = norm(t), norm(name)
-        if any(nt == nn + s for s in ROOT_SUFFIXES):
-            del root["title"]
+    if _restates(root.get("title"), ctx.tool_name, GENERATED_TAILS):
+        del root["title"]
     for node in js.nodes(root):
-        for container in ("properties", "$defs", "definitions"):
-            m = node.get(container)
-            if not isinstance(m, dict):
-                continue
-            for key, sub in m.items():
-                if isinstance(sub, dict) and _same(sub.get("title"), key):
-                    del sub["title"]
+        for where in KEYED:
+            members = node.get(where)
+            if isinstance(members, dict):
+                for key, sub in members.items():
+                    if isinstance(sub, dict) and _restates(sub.get("title"), key):
+                        del sub["title"]
     return root
 
 
 def apply_tool(tool, ctx) -> None:
-    c = tool.container
-    name = c.get("name")
-    if not isinstance(name, str) or not norm(name):
-        return
-    nn = norm(name)
-    for holder in (c, c.get("annotations")):
-        if isinstance(holder, dict):
-            t = holder.get("title")
-            if isinstance(t, str) and norm(t) in (nn, nn + "tool"):
-                del holder["title"]
+    container = tool.container
+    for holder in (container, container.get("annotations")):
+        if isinstance(holder, dict) and _restates(holder.get("title"), container.get("name"),
+                                                   frozenset({"tool"})):
+            del holder["title"]
