@@ -85,6 +85,8 @@ class CavemanGroup(click.Group):
         "check": "caveman_engine.catalog.cli:check",
         "diff": "caveman_engine.catalog.cli:diff",
         "verify": "caveman_engine.catalog.cli:verify",
+        "evals": "caveman_engine.evals.cli:evals",
+        "proxy": "caveman_engine.proxy.cli:proxy_command",
     }
 
     def list_commands(self, ctx):
