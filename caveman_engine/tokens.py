@@ -7,7 +7,8 @@ Cold start is the hard part: building tiktoken's Rust encoder from 200k ranks co
 more than everything else a small ``compress`` does. So there are two exact implementations of
 the same count:
 
-* **small inputs** are counted in Python: the o200k pre-split regex, then byte-pair merges
+* **small inputs** are counted in Python: the o200k pre-split regex (as the reference applies
+  it: U+007F is in no piece, see ``_PAT_STR``), then byte-pair merges
   whose rank lookups go to an open-addressing hash table in a memory-mapped *rank cache* file.
   The cache is written once, next to the recovery store, and validated on every load (format,
   vocabulary sha256, a sha256 of its own body, owned by us and not writable by others);
@@ -42,12 +43,12 @@ LARGE_INPUT = 128 * 1024
 # Pre-split pieces longer than this are merged by the encoder even for small inputs.
 LONG_PIECE = 256
 
-# The o200k_base split pattern as the reference engine's tokenizer applies it. It differs from
-# OpenAI's tiktoken in one place: a run of whitespace ending in newlines only starts with the
-# spaces/tabs *before* the first newline (`[^\S\r\n]*[\r\n]+` where tiktoken has `\s*[\r\n]+`),
-# so "\n \n" is two pieces, "\n" and " \n" (a diff's blank context line costs one more token).
-# Every token count of the reference's conformance vectors agrees with this form.
-_PAT_STR = "|".join(
+# The o200k_base split pattern as the reference engine's tokenizer applies it to a DEL-free
+# text. It differs from OpenAI's tiktoken in one place: a run of whitespace ending in newlines
+# only starts with the spaces/tabs *before* the first newline (`[^\S\r\n]*[\r\n]+` where
+# tiktoken has `\s*[\r\n]+`), so "\n \n" is two pieces, "\n" and " \n" (a diff's blank context
+# line costs one more token). Every token count of the reference's conformance vectors agrees.
+_SEGMENT_PAT_STR = "|".join(
     [
         r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
         r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
@@ -55,6 +56,26 @@ _PAT_STR = "|".join(
         r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
         r"""[^\S\r\n]*[\r\n]+""",
         r"""\s+(?!\S)""",
+        r"""\s+""",
+    ]
+)
+# U+007F (DEL) is never part of a piece in the reference: the text is cut at every DEL, each
+# DEL-free segment is split and merged on its own, and a DEL costs nothing ("a\x7fb" is 2
+# tokens, "ab" is 1; "\x7f" is 0). Rather than cutting the text, the pattern we run excludes
+# DEL from every class that could consume it (the two negated classes) and treats it as a
+# segment end in the one lookahead (`(?!\S)` becomes `(?![^\s\x7f])`, true at a DEL as at the
+# end of a segment). No alternative can then match at a DEL, so the scanner (tiktoken's and the
+# `regex` module's alike) steps over it, and no piece crosses it: the pieces are exactly those
+# of the segments. It costs nothing when there is no DEL, and nothing per DEL when there are
+# many (no per-segment calls).
+_PAT_STR = "|".join(
+    [
+        r"""[^\r\n\p{L}\p{N}\x7f]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""[^\r\n\p{L}\p{N}\x7f]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""\p{N}{1,3}""",
+        r""" ?[^\s\p{L}\p{N}\x7f]+[\r\n/]*""",
+        r"""[^\S\r\n]*[\r\n]+""",
+        r"""\s+(?![^\s\x7f])""",
         r"""\s+""",
     ]
 )
@@ -270,6 +291,11 @@ class O200kCounter(Counter):
         if not data:
             return 0
         text = gotext.decode(data)
+        if b"\x7f" in data:
+            # A run of DEL is one cut, as a single DEL is. Collapsing it matters to tiktoken:
+            # its scanner counts every position where nothing matches toward one backtrack
+            # limit per search, and ~150k DEL in a row make it panic.
+            text = _DEL_RUN.sub("\x7f", text)
         if (self._encoding is not None or len(data) >= LARGE_INPUT) and not _long_blank_run(text):
             try:
                 return len(self.encoding().encode_ordinary(text))
@@ -308,6 +334,8 @@ class O200kCounter(Counter):
             return _merge_count(piece, self._rank_table().rank)
         return len(single(piece))
 
+
+_DEL_RUN = re.compile("\x7f{2,}")
 
 # tiktoken's splitter recurses once per character of a run of non-newline whitespace: at ~1M
 # characters it overflows the stack and panics (printing a Rust backtrace to stderr). A text

@@ -48,7 +48,7 @@ def test_python_counter_matches_tiktoken_on_every_sample(counter, encoder):
 _odd_text = st.text(
     alphabet=st.one_of(
         st.characters(codec="utf-8"),
-        st.sampled_from(list(" \t\r\n\x0b\x0c\x1c\x1d\x85\xa0\u2028\u3000'sSdD0123456789")),
+        st.sampled_from(list(" \t\r\n\x0b\x0c\x1c\x1d\x7f\x85\xa0\u2028\u3000'sSdD0123456789")),
     ),
     max_size=200,
 )
@@ -58,6 +58,144 @@ _odd_text = st.text(
 @given(_odd_text)
 def test_python_counter_matches_tiktoken_on_any_text(counter, encoder, text):
     assert counter.count_small(text) == len(encoder.encode_ordinary(text))
+
+
+# -- U+007F (DEL): the reference cuts the text at every DEL and counts each DEL-free segment on
+# its own; the DEL itself costs nothing. The oracle below does exactly that, literally: split the
+# text, count each segment with an encoder built from the plain (DEL-unaware) split pattern.
+
+
+@pytest.fixture(scope="module")
+def segment_encoder(counter):
+    import tiktoken
+
+    ranks = {tok: r for r, tok in enumerate(counter._rank_table().tokens())}
+    return tiktoken.Encoding("o200k_segments", pat_str=tokens._SEGMENT_PAT_STR,
+                             mergeable_ranks=ranks, special_tokens={})
+
+
+@pytest.fixture(scope="module")
+def by_segments(segment_encoder):
+    def count(text: str) -> int:
+        return sum(len(segment_encoder.encode_ordinary(seg)) for seg in text.split("\x7f") if seg)
+
+    return count
+
+
+# (text, tokens) -- each count is the sum over the DEL-split segments, worked out by hand from
+# the pieces of each segment (all of which are single o200k tokens).
+DEL_CASES = [
+    ("\x7f", 0),  # no segment at all
+    ("\x7f\x7f\x7f", 0),
+    ("ab", 1),
+    ("a\x7fb", 2),  # "a" | "b"
+    ("hello \x7fworld", 3),  # "hello", " " | "world"
+    ("bell\x7fdel", 2),  # "bell" | "del"
+    ("\x7fab", 1),  # DEL at the start
+    ("ab\x7f", 1),  # DEL at the end
+    ("\x7f\x7fab\x7f\x7f", 1),
+    ("a\x7f\x7f\x7fb", 2),  # a run of DEL is one cut
+    ("a  \x7fb", 3),  # "a", "  " (whitespace at a segment end is one piece) | "b"
+    ("a\x7f  b", 3),  # "a" | " ", " b"
+    ("x\x7f \ny", 3),  # "x" | " \n", "y"
+    ("\t\x7f\n", 2),  # "\t" | "\n": no DEL-spanning whitespace piece
+    ("hello world", 2),
+    ("hello\x7f world", 2),  # "hello" | " world"
+    ("日本\x7f語", 2),  # "日本" | "語"
+    ("é\x7fé", 2),
+    ("e\x7f\u0301", 2),  # a combining mark does not reach back over a DEL
+]
+
+
+@pytest.mark.parametrize("text,expected", DEL_CASES)
+def test_del_cuts_the_text_and_costs_nothing(counter, by_segments, text, expected):
+    assert by_segments(text) == expected
+    assert counter.count_small(text) == expected
+    assert counter.count(text.encode()) == expected
+    assert len(counter.encoding().encode_ordinary(text)) == expected
+
+
+def test_del_next_to_invalid_utf8(counter, by_segments):
+    # b"\xe2\x82" is a truncated sequence: two U+FFFD (one per byte), then the DEL cut.
+    data = b"\xe2\x82\x7fa\xff\x7f\x7f"
+    assert gotext.decode(data) == "\ufffd\ufffd\x7fa\ufffd\x7f\x7f"
+    assert counter.count(data) == by_segments("\ufffd\ufffd") + by_segments("a\ufffd")
+    assert counter.count(data) == by_segments(gotext.decode(data))
+
+
+@pytest.mark.parametrize("ch", ["\x00", "\x08", "\x1b", "\x1f", "\x7e", "\x80", "\x9f", "\ufffd"])
+def test_no_other_code_point_cuts(counter, segment_encoder, ch):
+    text = f"ab{ch}cd {ch}{ch}ef"
+    assert counter.count(text.encode()) == len(segment_encoder.encode_ordinary(text))
+
+
+def test_the_del_pattern_is_the_segment_pattern_with_del_excluded():
+    assert tokens._PAT_STR.replace(r"\x7f", "").replace(r"(?![^\s])", r"(?!\S)") == (
+        tokens._SEGMENT_PAT_STR
+    )
+
+
+def test_del_vectors_count_as_the_reference_does(counter, by_segments):
+    """The reference's counts (tokens_before of each vector's compress report)."""
+    import json
+
+    expected = {}
+    for suite in ("general", "general2"):
+        for line in (CONFORMANCE / suite / "cases.jsonl").read_text().splitlines():
+            case = json.loads(line)
+            if case["args"][:1] == ["compress"] and case["stderr"].startswith("{"):
+                expected[(suite, case["case"])] = json.loads(case["stderr"])["tokens_before"]
+    seen = 0
+    for (suite, name), n in expected.items():
+        data = (CONFORMANCE / suite / name).read_bytes()
+        if b"\x7f" in data:
+            seen += 1
+            assert (name, counter.count(data)) == (name, n)
+            assert by_segments(gotext.decode(data)) == n
+    assert seen >= 3  # tok__del-in-words, tok__del-terminal-backspaces, xedge__binary.bin
+    assert expected[("general", "xedge__binary.bin.in")] == 1257
+
+
+@settings(max_examples=200, deadline=None)
+@given(_odd_text)
+def test_both_counters_follow_the_del_rule_on_any_text(counter, encoder, by_segments, text):
+    n = by_segments(text)
+    assert counter.count_small(text) == n
+    assert len(encoder.encode_ordinary(text)) == n
+
+
+def test_large_input_with_del_counts_by_segments_on_both_paths(tmp_path, by_segments,
+                                                               segment_encoder):
+    tmp_path.chmod(0o700)
+    data = (CORPUS / "zereight-gitlab.tools.json").read_bytes()
+    text = gotext.decode(data)
+    # A DEL every 37 characters, runs of them, and DEL at both ends.
+    text = "\x7f" + "".join(
+        text[i : i + 37] + ("\x7f\x7f\x7f" if i % 3 else "\x7f") for i in range(0, len(text), 37)
+    ) + "\x7f"
+    big_data = text.encode()
+    assert len(big_data) >= tokens.LARGE_INPUT and big_data.count(b"\x7f") > 3000
+    expected = by_segments(text)
+    assert expected != len(segment_encoder.encode_ordinary(text))  # the rule matters here
+    big = tokens.O200kCounter(tmp_path)
+    assert big.count(big_data) == expected
+    assert big._encoding is not None  # counted by tiktoken's encoder
+    small = tokens.O200kCounter(tmp_path)
+    assert small.count_small(text) == expected
+
+
+def test_long_del_run_is_one_cut_without_a_panic(tmp_path, by_segments, capfd):
+    """Regression: with DEL in no piece, tiktoken's scanner fails at every DEL of a run inside
+    one search, and ~150k of them exceed its backtrack limit (a Rust panic and backtrace on
+    stderr, then the Python fallback). A run is one cut, so it is collapsed first."""
+    tmp_path.chmod(0o700)
+    text = "left " + "\x7f" * 400_000 + " right" + "\x7f" * 200_000
+    assert by_segments(text) == 3  # "left", " " | " right"
+    c = tokens.O200kCounter(tmp_path)
+    assert c.count(text.encode()) == 3
+    assert c._encoding is not None
+    assert c.count(b"\x7f" * 300_000) == 0
+    assert "panicked" not in capfd.readouterr().err
 
 
 def test_known_counts(counter):
