@@ -1,0 +1,355 @@
+"""``evals tools``: what each catalog compression level saves, and what it costs in tool choice.
+
+For every case (a question, the catalog offered, the right tools, ground-truth calls) and every
+``--type``, the catalog is written minified (compact JSON), compressed exactly as ``compress
+--type T`` would emit it (the engine's token gate included: a type that does not save tokens
+leaves the catalog as it is), and compared with the original on three counts:
+
+* **tokens** (o200k_base, :mod:`caveman_engine.tokens`) of the rewritten catalog against the
+  minified original;
+* **valid calls**: each ground-truth call validated (``jsonschema``, 2020-12 unless the schema
+  says otherwise) against its tool's input schema in the original and in the rewritten catalog.
+  The two must agree; any disagreement is listed and makes the command exit 1;
+* **tool choice**: a grader picks one tool for the question from each catalog. ``top-1`` is the
+  share of cases whose pick is one of the expected tools; ``flips`` counts cases whose pick
+  changed (``lost``: right before, wrong after; ``gained``: the reverse).
+
+Exit 0, 1 when a rewrite changes the validity of a ground-truth call, 2 for bad input or usage.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+import click
+
+DEFAULT_TYPES = ("toolschema", "toolschema-safe", "toolschema-max")
+
+
+# --------------------------------------------------------------------------- validity
+
+
+def _validator_class():
+    try:
+        from jsonschema import Draft202012Validator
+        from jsonschema.validators import validator_for
+    except ImportError:
+        return None
+    return lambda schema: validator_for(schema, default=Draft202012Validator)
+
+
+def _schemas_by_name(doc: Any) -> dict[str, Any]:
+    from ..catalog import envelope
+
+    out: dict[str, Any] = {}
+    for t in envelope.iter_tools(doc):
+        schemas = t.schemas()
+        out.setdefault(t.name, schemas[0][1] if schemas else {})
+    return out
+
+
+def call_valid(schemas: dict[str, Any], name: str, args: dict, pick) -> bool:
+    """Does ``name(**args)`` validate under the catalog's schema for ``name``?"""
+    if name not in schemas:
+        return False
+    schema = schemas[name]
+    if schema is True or schema == {}:
+        return True
+    try:
+        return bool(pick(schema)(schema).is_valid(args))
+    except Exception:  # an unusable schema (bad pattern, unresolvable $ref…) accepts nothing
+        return False
+
+
+# --------------------------------------------------------------------------- run
+
+
+@dataclass
+class TypeStats:
+    tokens: int = 0
+    valid: int = 0
+    top1: int = 0
+    flips: int = 0
+    lost: int = 0
+    gained: int = 0
+    declined: int = 0          # cases where the type left the catalog unchanged
+    disagree: list[str] = field(default_factory=list)
+
+
+@dataclass
+class DatasetStats:
+    name: str
+    types: list[str]
+    cases: int = 0
+    calls: int = 0
+    tokens: int = 0
+    valid: int = 0
+    top1: int = 0
+    per_type: dict[str, TypeStats] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for t in self.types:
+            self.per_type.setdefault(t, TypeStats())
+
+    def add(self, other: "DatasetStats") -> None:
+        self.cases += other.cases
+        self.calls += other.calls
+        self.tokens += other.tokens
+        self.valid += other.valid
+        self.top1 += other.top1
+        for t, s in other.per_type.items():
+            mine = self.per_type[t]
+            for k in ("tokens", "valid", "top1", "flips", "lost", "gained", "declined"):
+                setattr(mine, k, getattr(mine, k) + getattr(s, k))
+            mine.disagree.extend(s.disagree)
+
+
+class Runner:
+    def __init__(self, types: list[str], grader, counter=None, progress=None) -> None:
+        from ..catalog.measure import counter as default_counter
+
+        self.types = types
+        self.grader = grader
+        self.counter = counter or default_counter()
+        self.progress = progress
+        self.pick = _validator_class()
+        self._compressed: dict[tuple[str, bytes], bytes] = {}
+        self._tokens: dict[bytes, int] = {}
+
+    def count(self, data: bytes) -> int:
+        n = self._tokens.get(data)
+        if n is None:
+            n = self._tokens[data] = self.counter.count(data)
+        return n
+
+    def rewrite(self, content_type: str, minified: bytes) -> bytes:
+        from ..catalog.diff import run_compressor
+
+        key = (content_type, minified)
+        out = self._compressed.get(key)
+        if out is None:
+            produced = run_compressor(content_type, minified)
+            out = self._compressed[key] = produced if produced is not None else minified
+        return out
+
+    def run_dataset(self, name: str, cases: list) -> DatasetStats:
+        st = DatasetStats(name, self.types)
+        for i, case in enumerate(cases, 1):
+            if self.progress:
+                self.progress(name, i, len(cases))
+            self.run_case(case, st)
+        return st
+
+    def run_case(self, case, st: DatasetStats) -> None:
+        minified = json.dumps(case.catalog, ensure_ascii=False, separators=(",", ":")).encode()
+        original = json.loads(minified)
+        st.cases += 1
+        st.calls += len(case.calls)
+        st.tokens += self.count(minified)
+        schemas = _schemas_by_name(original)
+        valid_before = None
+        if self.pick is not None:
+            valid_before = [call_valid(schemas, n, a, self.pick) for n, a in case.calls]
+            st.valid += sum(valid_before)
+        choice = self.grader.choose(case, original)
+        right = choice in case.expected
+        st.top1 += right
+        for t in self.types:
+            ts = st.per_type[t]
+            out = self.rewrite(t, minified)
+            ts.tokens += self.count(out)
+            if out == minified:
+                ts.declined += 1
+                ts.valid += sum(valid_before or [])
+                ts.top1 += right
+                continue
+            rewritten = json.loads(out)
+            if valid_before is not None:
+                after_schemas = _schemas_by_name(rewritten)
+                for (n, a), before in zip(case.calls, valid_before):
+                    after = call_valid(after_schemas, n, a, self.pick)
+                    ts.valid += after
+                    if after != before:
+                        ts.disagree.append(f"{case.id}:{n}")
+            pick2 = self.grader.choose(case, rewritten)
+            right2 = pick2 in case.expected
+            ts.top1 += right2
+            if pick2 != choice:
+                ts.flips += 1
+                ts.lost += right and not right2
+                ts.gained += right2 and not right
+
+
+# --------------------------------------------------------------------------- report
+
+
+def _pct(part: int, whole: int) -> float:
+    return 100.0 * part / whole if whole else 0.0
+
+
+def report(datasets: list[DatasetStats], types: list[str], grader: str, tokenizer: str,
+           validity: bool) -> dict:
+    total = DatasetStats("total", types)
+    for d in datasets:
+        total.add(d)
+
+    def one(d: DatasetStats) -> dict:
+        row: dict[str, Any] = {
+            "name": d.name, "cases": d.cases, "calls": d.calls, "tokens": d.tokens,
+            "valid": d.valid if validity else None,
+            "top1": d.top1, "top1_percent": round(_pct(d.top1, d.cases), 2), "types": {},
+        }
+        for t in types:
+            s = d.per_type[t]
+            row["types"][t] = {
+                "tokens": s.tokens, "saved": d.tokens - s.tokens,
+                "saved_percent": round(_pct(d.tokens - s.tokens, d.tokens), 2),
+                "valid": s.valid if validity else None, "disagree": s.disagree,
+                "top1": s.top1, "top1_percent": round(_pct(s.top1, d.cases), 2),
+                "flips": s.flips, "lost": s.lost, "gained": s.gained, "unchanged": s.declined,
+            }
+        return row
+
+    return {"grader": grader, "tokenizer": tokenizer, "types": types,
+            "validity": "jsonschema" if validity else None,
+            "datasets": [one(d) for d in datasets], "total": one(total)}
+
+
+def render_table(rep: dict) -> str:
+    types = rep["types"]
+    rows = rep["datasets"] + ([rep["total"]] if len(rep["datasets"]) > 1 else [])
+    name_w = max([7] + [len(r["name"]) for r in rows])
+    base = f"{'dataset':<{name_w}} {'cases':>5} {'calls':>5} {'tokens':>8} {'valid':>5} {'top-1':>6}"
+    cell_w = 30
+    head1 = " " * len(base) + "".join(f" | {t:<{cell_w}}" for t in types)
+    head2 = base + "".join(f" | {'saved':>6} {'valid':>5} {'top-1':>6} {'flips':>5} {'lost':>4}"
+                           for _ in types)
+    lines = [head1.rstrip(), head2, "-" * len(head2)]
+    for r in rows:
+        valid = "n/a" if r["valid"] is None else str(r["valid"])
+        line = (f"{r['name']:<{name_w}} {r['cases']:>5} {r['calls']:>5} {r['tokens']:>8} "
+                f"{valid:>5} {r['top1_percent']:>5.1f}%")
+        for t in types:
+            c = r["types"][t]
+            v = "n/a" if c["valid"] is None else str(c["valid"]) + ("!" if c["disagree"] else "")
+            line += (f" | {c['saved_percent']:>5.1f}% {v:>5} {c['top1_percent']:>5.1f}% "
+                     f"{c['flips']:>5} {c['lost']:>4}")
+        lines.append(line)
+    lines.append(f"saved: o200k tokens saved against the minified catalog ({rep['tokenizer']}); "
+                 f"valid: ground-truth calls that validate; top-1: grader {rep['grader']}; "
+                 f"flips: cases whose top-1 changed; lost: right before, wrong after")
+    if rep["validity"] is None:
+        lines.append("valid: n/a (install jsonschema: pip install 'caveman-engine[verify]')")
+    for t in types:
+        bad = rep["total"]["types"][t]["disagree"]
+        if bad:
+            lines.append(f"DISAGREE {t}: {len(bad)} call(s) change validity: "
+                         + ", ".join(bad[:10]) + (" …" if len(bad) > 10 else ""))
+    return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------- command
+
+
+def _fail(message: str, code: int = 2) -> None:
+    click.echo(f"evals tools: {message}", err=True)
+    sys.exit(code)
+
+
+def _progress():
+    if not sys.stderr.isatty():
+        return None, lambda: None
+    state = {"shown": False}
+
+    def show(name: str, i: int, n: int) -> None:
+        if i == n or i % 10 == 1:
+            sys.stderr.write(f"\r\x1b[Kevals tools: {name} {i}/{n}")
+            sys.stderr.flush()
+            state["shown"] = True
+
+    def done() -> None:
+        if state["shown"]:
+            sys.stderr.write("\r\x1b[K")
+            sys.stderr.flush()
+
+    return show, done
+
+
+@click.command("tools")
+@click.argument("datasets", nargs=-1, metavar="[DATASET]...")
+@click.option("--type", "types", multiple=True, metavar="T",
+              help=f"Content type to evaluate (repeatable; default {', '.join(DEFAULT_TYPES)}).")
+@click.option("--grader", type=click.Choice(["lexical", "llm"]), default="lexical",
+              help="Tool-choice grader: offline BM25 (default) or an OpenAI-compatible model.")
+@click.option("--model", default=None, metavar="NAME",
+              help="Model for --grader llm (or CAVEMAN_EVALS_MODEL).")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
+              help="Side-by-side table or JSON.")
+@click.option("--limit", type=click.IntRange(min=1), default=None, metavar="N",
+              help="At most N cases per dataset.")
+def tools_command(datasets, types, grader, model, fmt, limit) -> None:
+    """Tool-choice benchmark: tokens saved, ground-truth call validity and top-1 tool choice,
+    original catalog against each compressed one.
+
+    DATASET is a BFCL category (simple, multiple, parallel, parallel_multiple and their live_
+    variants; bfcl for all eight; read from the installed bfcl-eval package), a BFCL data
+    directory or question file, or a JSONL file of {"catalog", "query", "expected_tool"[,
+    "arguments"]}. Default: bfcl.
+    """
+    import os
+
+    from .. import registry
+    from . import bfcl
+
+    type_list = list(dict.fromkeys(types or DEFAULT_TYPES))
+    for t in type_list:
+        if registry.compressor(t) is None:
+            _fail(f"unknown or unavailable content type: {t}")
+    if grader == "llm":
+        from .llm import LLMGrader
+
+        model = model or os.environ.get("CAVEMAN_EVALS_MODEL")
+        if not model:
+            _fail("--grader llm needs --model NAME (or CAVEMAN_EVALS_MODEL)")
+        chosen = LLMGrader(model)
+    else:
+        from .lexical import LexicalGrader
+
+        chosen = LexicalGrader()
+
+    groups = []
+    try:
+        for spec in datasets or ("bfcl",):
+            groups.extend(bfcl.resolve(spec, limit))
+    except bfcl.DatasetError as exc:
+        _fail(str(exc))
+
+    show, done = _progress()
+    runner = Runner(type_list, chosen, progress=show)
+    from .llm import LLMError
+
+    stats = []
+    try:
+        for cases in groups:
+            if cases:
+                stats.append(runner.run_dataset(cases[0].dataset, cases))
+    except LLMError as exc:
+        done()
+        _fail(str(exc))
+    done()
+    rep = report(stats, type_list, chosen.name, runner.counter.name, runner.pick is not None)
+    if fmt == "json":
+        out = json.dumps(rep, indent=2, ensure_ascii=False) + "\n"
+    else:
+        out = render_table(rep)
+    sys.stdout.write(out)
+    sys.stdout.flush()
+    if any(rep["total"]["types"][t]["disagree"] for t in type_list):
+        sys.exit(1)
+
+
+if __name__ == "__main__":  # python -m caveman_engine.evals.tools …
+    tools_command(prog_name="caveman-engine evals tools")
