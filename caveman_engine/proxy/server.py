@@ -1,0 +1,369 @@
+"""The proxy's aiohttp application (proxy_spec §1.2, §2, §5).
+
+One handler for every route. Per request: route (404 otherwise) → read the body (32 MiB cap,
+413) → maybe rewrite the ``tools`` span (level on, route eligible, session not frozen, all
+fail-closed gates passed) → send upstream (transport errors: 3 attempts, then 502; a 4xx on a
+rewritten body: once more with the original bytes) → stream the upstream's status, headers and
+body bytes back in ≤32 KiB reads, teeing a side copy to the usage scanner → tell the ledger.
+
+Nothing here compresses: :mod:`.rewrite` calls the engine, :mod:`.catalog` splices.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import re
+import time
+import uuid
+from dataclasses import dataclass
+
+import aiohttp
+from aiohttp import web
+
+from . import catalog
+from .config import Config
+from .ledger import Ledger, session_id
+from .rewrite import Rewriter
+from .usage import UsageScanner
+
+log = logging.getLogger("caveman_engine.proxy")
+
+CHUNK = 32 * 1024
+DRAIN_4XX = 1024 * 1024
+ATTEMPTS = 3
+RETRY_SLEEPS = (0.2, 0.4)
+
+ANTHROPIC_VERSION = "2023-06-01"
+FORWARD_HEADERS = (
+    "content-type", "accept", "accept-encoding", "idempotency-key", "openai-organization",
+    "openai-project", "anthropic-version", "anthropic-beta", "api-version",
+)
+HOP_BY_HOP = frozenset((
+    "connection", "keep-alive", "proxy-authenticate", "proxy-authorization",
+    "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade",
+))
+_SLUG = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
+_HEX32 = re.compile(r"[0-9a-f]{32}")
+
+STRIP_HEADER = "x-caveman-toolschema-strip"
+HANDLE_HEADER = "x-caveman-toolschema-recovery-handle"
+TRIPWIRE_HEADER = "x-caveman-tripwire"
+OPTIMIZATION_HEADER = "x-cave-optimization"
+
+
+@dataclass(frozen=True)
+class Route:
+    provider: str
+    eligible: bool  # the catalog may be rewritten
+    upstream_path: str
+
+
+_EXACT = {
+    "/v1/messages": ("anthropic", True),
+    "/v1/messages/count_tokens": ("anthropic", False),
+    "/v1/chat/completions": ("openai", True),
+    "/v1/responses": ("openai", True),
+    "/v1/embeddings": ("openai", False),
+}
+
+
+def match_route(path: str) -> Route | None:
+    """Exact paths, optionally under ``/anthropic`` (Anthropic routes) or ``/openai`` (OpenAI
+    routes); ``/gemini/...`` is a prefix route, forwarded untouched."""
+    if path.startswith("/gemini/") and len(path) > len("/gemini/"):
+        return Route("gemini", False, path[len("/gemini"):])
+    for prefix in ("/anthropic", "/openai"):
+        if path.startswith(prefix + "/"):
+            hit = _EXACT.get(path[len(prefix):])
+            if hit and hit[0] == prefix[1:]:
+                return Route(hit[0], hit[1], path[len(prefix):])
+            return None
+    hit = _EXACT.get(path)
+    if hit:
+        return Route(hit[0], hit[1], path)
+    return None
+
+
+def uuid7() -> str:
+    ms = time.time_ns() // 1_000_000
+    rand = int.from_bytes(os.urandom(10), "big")
+    value = (ms & ((1 << 48) - 1)) << 80 | 0x7 << 76 | (rand >> 68 & 0xFFF) << 64
+    value |= 0b10 << 62 | (rand & ((1 << 62) - 1))
+    return str(uuid.UUID(int=value))
+
+
+def trace_id(headers) -> str:
+    t = headers.get("x-cave-trace-id", "")
+    if len(t) == 32:
+        return t
+    tp = headers.get("traceparent", "")
+    if len(tp) >= 55:
+        return tp[3:35]
+    return uuid.uuid4().hex
+
+
+class UpstreamUnavailable(Exception):
+    pass
+
+
+class Proxy:
+    def __init__(self, config: Config, engine=None, *, ledger: Ledger | None = None,
+                 retry_sleeps: tuple[float, ...] = RETRY_SLEEPS) -> None:
+        self.config = config
+        self.ledger = ledger if ledger is not None else Ledger()
+        self.rewriter = Rewriter(engine, config.level)
+        self.retry_sleeps = retry_sleeps
+        self._client: aiohttp.ClientSession | None = None
+        self.requests = 0
+
+    # -- lifecycle
+
+    def app(self) -> web.Application:
+        app = web.Application(client_max_size=self.config.body_cap)
+        app.router.add_get("/health/live", self._live)
+        app.router.add_get("/health/ready", self._ready)
+        app.router.add_route("*", "/{tail:.*}", self.handle)
+        app.on_startup.append(self._start)
+        app.on_cleanup.append(self._stop)
+        return app
+
+    async def _start(self, app) -> None:
+        timeout = aiohttp.ClientTimeout(
+            total=None, sock_connect=self.config.connect_timeout,
+            sock_read=self.config.upstream_timeout,
+        )
+        self._client = aiohttp.ClientSession(
+            timeout=timeout,
+            auto_decompress=False,
+            skip_auto_headers=("User-Agent", "Accept", "Accept-Encoding", "Content-Type"),
+            connector=aiohttp.TCPConnector(limit=0, enable_cleanup_closed=True),
+            trust_env=False,
+        )
+
+    async def _stop(self, app) -> None:
+        if self._client is not None:
+            await self._client.close()
+
+    async def _live(self, request):
+        return web.json_response({"status": "ok"})
+
+    async def _ready(self, request):
+        ok = self._client is not None and not self._client.closed
+        return web.json_response(
+            {"status": "ready" if ok else "starting", "level": self.config.level},
+            status=200 if ok else 503,
+        )
+
+    # -- helpers
+
+    def _base_headers(self, rid: str, trace: str) -> dict[str, str]:
+        return {"x-cave-request-id": rid, "x-cave-trace-id": trace,
+                "x-cave-project": self.config.label}
+
+    def _error(self, status: int, code: str, message: str, rid: str, trace: str,
+               extra: dict | None = None) -> web.Response:
+        body = json.dumps({"error": {"type": "cave_gateway_error", "code": code,
+                                     "message": message, "request_id": rid,
+                                     "trace_id": trace}}, separators=(",", ":")).encode()
+        headers = self._base_headers(rid, trace)
+        headers[OPTIMIZATION_HEADER] = "none"
+        headers.update(extra or {})
+        return web.Response(status=status, body=body, content_type="application/json",
+                            headers=headers)
+
+    async def _read_body(self, request) -> bytes | None:
+        """The whole body, or None when it exceeds the cap (the rest is read and dropped, up
+        to twice the cap, so the client sees the 413 instead of a reset)."""
+        cap = self.config.body_cap
+        cl = request.content_length
+        if cl is not None and cl > 2 * cap:
+            return None
+        buf = bytearray()
+        seen = 0
+        while True:
+            chunk = await request.content.read(256 * 1024)
+            if not chunk:
+                break
+            seen += len(chunk)
+            if seen > cap:
+                buf = bytearray()
+                if seen > 2 * cap:
+                    return None
+                continue
+            buf += chunk
+        return None if seen > cap else bytes(buf)
+
+    def _upstream_headers(self, request, provider: str) -> dict[str, str]:
+        h = {}
+        inbound = request.headers
+        for name in FORWARD_HEADERS:
+            v = inbound.get(name)
+            if v is not None:
+                h[name] = v
+        ce = inbound.get("content-encoding")
+        if ce is not None:
+            h["content-encoding"] = ce
+        key = inbound.get("x-api-key")
+        auth = inbound.get("authorization")
+        if key:
+            h["x-api-key"] = key
+        elif auth and auth[:7].lower() == "bearer ":
+            h["authorization"] = "Bearer " + auth[7:].strip()
+        elif provider == "anthropic" and os.environ.get("ANTHROPIC_API_KEY"):
+            h["x-api-key"] = os.environ["ANTHROPIC_API_KEY"]
+        elif provider == "openai" and os.environ.get("OPENAI_API_KEY"):
+            h["authorization"] = "Bearer " + os.environ["OPENAI_API_KEY"]
+        if provider == "gemini" and inbound.get("x-goog-api-key"):
+            h["x-goog-api-key"] = inbound["x-goog-api-key"]
+        if provider == "anthropic" and "anthropic-version" not in h:
+            h["anthropic-version"] = ANTHROPIC_VERSION
+        return h
+
+    async def _send(self, url: str, headers: dict, body: bytes) -> aiohttp.ClientResponse:
+        """One upstream response (headers received), retrying transport errors."""
+        last: BaseException | None = None
+        for attempt in range(ATTEMPTS):
+            try:
+                return await self._client.post(url, data=body, headers=headers,
+                                               allow_redirects=False)
+            except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
+                last = exc
+                log.info("proxy: upstream attempt %d failed: %r", attempt + 1, exc)
+            if attempt < ATTEMPTS - 1:
+                await asyncio.sleep(self.retry_sleeps[min(attempt, len(self.retry_sleeps) - 1)])
+        raise UpstreamUnavailable(str(last))
+
+    @staticmethod
+    def _copy_headers(up: aiohttp.ClientResponse, resp: web.StreamResponse) -> None:
+        named = set()
+        for v in up.headers.getall("connection", []):
+            named.update(t.strip().lower() for t in v.split(",") if t.strip())
+        for k, v in up.headers.items():
+            lk = k.lower()
+            if lk in HOP_BY_HOP or lk in named or lk.startswith("x-cave"):
+                continue
+            resp.headers.add(k, v)
+
+    # -- the handler
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        self.requests += 1
+        rid, trace = uuid7(), trace_id(request.headers)
+        path = request.rel_url.raw_path
+        agent = None
+        if path.startswith("/w/"):
+            slug, sep, rest = path[3:].partition("/")
+            if not sep or not _SLUG.fullmatch(slug):
+                return self._error(404, "cave_route_not_found", "No route for this path.",
+                                   rid, trace)
+            agent, path = slug, "/" + rest
+        route = match_route(path)
+        if route is None or request.method != "POST":
+            return self._error(404, "cave_route_not_found", "No route for this path.", rid, trace)
+        body = await self._read_body(request)
+        extra = {"x-cave-agent": agent} if agent else {}
+        if body is None:
+            resp = self._error(413, "cave_request_too_large",
+                               f"Request body exceeds {self.config.body_cap} bytes.", rid, trace,
+                               extra)
+            resp.force_close()
+            return resp
+
+        sid = session_id(request.headers.get("x-cave-session"))
+        frozen = self.ledger.frozen(sid)
+        if frozen:
+            extra[TRIPWIRE_HEADER] = ",".join(f"{lever}=frozen" for lever in frozen)
+        forward, rewritten = body, None
+        rw = self.rewriter
+        if (route.eligible and rw.enabled and rw.lever not in frozen
+                and request.headers.get("content-encoding", "identity").lower() == "identity"):
+            forward, rewritten = await self._rewrite(body)
+
+        url = self.config.upstream_url(route.provider, route.upstream_path,
+                                       request.rel_url.raw_query_string)
+        headers = self._upstream_headers(request, route.provider)
+        try:
+            up = await self._send(url, headers, forward)
+            if rewritten is not None and 400 <= up.status < 500:
+                # The rewrite may be what the upstream refused: drain, then the original once.
+                try:
+                    await asyncio.wait_for(up.content.read(DRAIN_4XX), self.config.upstream_timeout)
+                except Exception:
+                    pass
+                up.close()
+                log.warning("proxy: upstream answered %d to a rewritten catalog; "
+                            "retrying with the original bytes", up.status)
+                forward, rewritten = body, None
+                up = await self._send(url, headers, forward)
+        except UpstreamUnavailable:
+            return self._error(502, "cave_upstream_unavailable", "Upstream service error.",
+                               rid, trace, extra)
+        return await self._relay(request, up, rid, trace, extra, rewritten, sid)
+
+    async def _rewrite(self, body: bytes):
+        found = catalog.extract(body)
+        if found is None:
+            return body, None
+        span, start, end = found
+        rw = self.rewriter
+        result = await rw.rewrite(span)
+        if result is None:
+            return body, None
+        spliced = catalog.splice(body, start, end, result.catalog)
+        if spliced is None:
+            log.warning("proxy: spliced body is not valid JSON; forwarding the original")
+            return body, None
+        return spliced, result
+
+    async def _relay(self, request, up: aiohttp.ClientResponse, rid, trace, extra, rewritten,
+                     sid) -> web.StreamResponse:
+        resp = web.StreamResponse(status=up.status, reason=up.reason)
+        self._copy_headers(up, resp)
+        for k, v in self._base_headers(rid, trace).items():
+            resp.headers[k] = v
+        rw = self.rewriter
+        if rewritten is not None:
+            resp.headers[OPTIMIZATION_HEADER] = rw.lever
+            resp.headers[STRIP_HEADER] = rw.level
+            resp.headers[HANDLE_HEADER] = rewritten.handle
+        else:
+            resp.headers[OPTIMIZATION_HEADER] = "none"
+        for k, v in extra.items():
+            resp.headers[k] = v
+        scanner = UsageScanner(up.headers.get("content-type", ""),
+                               up.headers.get("content-encoding", ""))
+        upstream_broken = client_gone = False
+        try:
+            await resp.prepare(request)
+            while True:
+                try:
+                    chunk = await up.content.read(CHUNK)
+                except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
+                    log.warning("proxy: upstream body broke off: %r", exc)
+                    upstream_broken = True
+                    break
+                if not chunk:
+                    break
+                scanner.feed(chunk)
+                await resp.write(chunk)
+        except (ConnectionError, aiohttp.ClientConnectionResetError):
+            client_gone = True
+        finally:
+            up.close() if (upstream_broken or client_gone) else up.release()
+            self.ledger.observe(sid, [rw.lever] if rewritten is not None else [],
+                                scanner.finish())
+        if upstream_broken:
+            # Headers are out: the only honest signal left is an unfinished response.
+            if request.transport is not None:
+                request.transport.abort()
+            return resp
+        if client_gone:
+            return resp
+        try:
+            await resp.write_eof()
+        except (ConnectionError, aiohttp.ClientConnectionResetError):
+            pass
+        return resp
