@@ -339,6 +339,8 @@ fixtures:
   - {name: none, file: a.txt}
   - {name: empty, file: a.txt, graders: []}
   - {name: ok, file: a.txt, graders: [{type: contains, value: hello}]}
+  - {name: shorthand, file: a.txt, graders: [byte_identical, compressed]}
+  - {name: not-a-mapping, file: a.txt, graders: [[1, 2]]}
 """)
     r, doc = run_json(cli, "--fixtures", str(root))
     assert r.returncode == 1 and r.stderr == b""
@@ -349,6 +351,9 @@ fixtures:
     assert f["empty"]["failures"] == ["no graders configured"]
     assert f["ok"]["passed"] is True and "failures" not in f["ok"]
     assert list(f["unknown"])[-1] == "failures"
+    assert f["shorthand"]["failures"] == [
+        "compressed: output was not compressed (the input passed through)"]
+    assert f["not-a-mapping"]["failures"] == ["grader must be a mapping with a type, got [1, 2]"]
 
 
 # --------------------------------------------------------------------------- probes, modes

@@ -40,6 +40,8 @@ def grader(name: str):
 
 
 def grade(spec: Any, ctx: Context) -> str | None:
+    if isinstance(spec, str):  # shorthand: `- compressed` is `- {type: compressed}`
+        spec = {"type": spec}
     if not isinstance(spec, dict):
         return f"grader must be a mapping with a type, got {_short(spec)}"
     kind = spec.get("type")
