@@ -1,4 +1,5 @@
-"""verify: proven / tested / different, counterexamples, and the console script's exit codes."""
+"""verify: proven / tested / different / inconclusive, counterexamples, and the console script's
+exit codes (0 same, 1 different, 2 cannot run, 3 inconclusive)."""
 
 from __future__ import annotations
 
@@ -29,8 +30,11 @@ def test_proven_when_only_annotations_differ():
 def test_tested_when_equivalent_but_not_identical():
     a = {"type": "object", "properties": {"q": {"anyOf": [{"type": "string"}, {"type": "null"}]}}}
     b = {"type": "object", "properties": {"q": {"type": ["string", "null"]}}}
-    status, ce, _, detail = verify.compare_schemas(a, b, examples=5)
-    assert status == verify.TESTED and ce is None and detail.endswith("instances")
+    v = verify.compare(a, b, examples=5)
+    assert v.status == verify.TESTED and v.counterexample is None
+    assert [d.source for d in v.directions] == ["original", "rewritten"]
+    assert all(d.generated >= 1 and d.checked >= verify.DEFAULT_MIN_INSTANCES for d in v.directions)
+    assert v.detail.startswith(f"{v.directions[0].checked} original → rewritten (")
 
 
 def _obj(props: dict, **kw) -> dict:
@@ -135,8 +139,11 @@ def test_cli_same_exit_0(cli, files):
     src, good, _ = files
     r = cli("verify", str(src), str(good), "--examples", "3")
     assert r.returncode == 0, r.stderr
-    last = r.stdout.decode().splitlines()[-1]
-    assert last.startswith("12 schemas: ") and last.endswith(" 0 different")
+    lines = r.stdout.decode().splitlines()
+    assert lines[-1].startswith("12 schemas: ") and " 0 inconclusive, 0 different - same" in lines[-1]
+    # one line per schema, naming its evidence
+    assert len(lines) == 13
+    assert all(line.startswith(("proven ", "tested ")) for line in lines[:-1])
 
 
 def test_cli_different_exit_1_prints_counterexample(cli, files):
@@ -146,11 +153,11 @@ def test_cli_different_exit_1_prints_counterexample(cli, files):
     lines = r.stdout.decode().splitlines()
     assert lines[0].startswith("DIFFERENT git_log (input): ")
     assert "accepted by the rewritten and rejected by the original" in lines[0]
-    assert lines[-1].endswith(" 1 different")
+    assert " 1 different - DIFFERENT" in lines[-1]
     j = cli("verify", str(src), str(bad), "--examples", "3", "--format", "json")
     assert j.returncode == 1
     out = json.loads(j.stdout)
-    assert out["same"] is False
+    assert out["same"] is False and out["verdict"] == "different" and out["exit_code"] == 1
     diff = [s for s in out["schemas"] if s["status"] == "different"]
     assert [d["tool"] for d in diff] == ["git_log"]
     ce = diff[0]["counterexample"]
@@ -192,3 +199,197 @@ def test_cli_without_the_extra_says_which_to_install(cli, files, tmp_path):
     assert r.returncode == 2
     err = r.stderr.decode()
     assert err.count("\n") == 1 and "caveman-engine[verify]" in err
+
+
+# ----------------------------------------------------------------------------- evidence or not
+#
+# "same" (exit 0) needs evidence for every schema: proven (a proof) or tested (sampling, with at
+# least --min-instances instances checked in each direction). Everything else is a difference
+# (exit 1) or inconclusive (exit 3).
+
+
+def _tool_file(tmp_path, name: str, schema) -> Path:
+    p = tmp_path / f"{name}.json"
+    p.write_text(json.dumps([{"name": "t", "inputSchema": schema}]))
+    return p
+
+
+def _pair(tmp_path, a, b) -> tuple[str, str]:
+    return str(_tool_file(tmp_path, "a", a)), str(_tool_file(tmp_path, "b", b))
+
+
+NO_EVIDENCE = {
+    # both accept nothing: truly the same, but no instance can be generated from either
+    "unsatisfiable": (_obj({"a": {"allOf": [{"type": "string"}, {"type": "integer"}]}}, required=["a"]),
+                      _obj({"a": {"not": {}}}, required=["a"])),
+    # hypothesis-jsonschema cannot draw from recursive references
+    "generator-hostile": (_obj({"n": {"$ref": "#"}, "v": {"type": "string"}}),
+                          _obj({"n": {"$ref": "#"}, "v": {"type": "string"}}, required=[])),
+    # a regex jsonschema (Python re) cannot run, in the original already
+    "original does not compile": (_obj({"s": {"type": "string", "pattern": "\\p{L}+"}}),
+                                  _obj({"s": {"type": "string", "pattern": "\\p{L}+"}}, required=[])),
+}
+
+
+@pytest.mark.parametrize("case", list(NO_EVIDENCE))
+def test_cli_no_evidence_is_inconclusive_exit_3(cli, tmp_path, case):
+    a, b = NO_EVIDENCE[case]
+    r = cli("verify", *_pair(tmp_path, a, b), "--examples", "3")
+    assert r.returncode == 3, (r.stdout, r.stderr)
+    lines = r.stdout.decode().splitlines()
+    assert lines[0].startswith("inconclusive t (input): ")
+    assert lines[-1] == ("1 schemas: 0 proven, 0 tested, 1 inconclusive, 0 different - "
+                         "inconclusive: no difference found, but not every schema has evidence")
+    reason = {"unsatisfiable": "no instance", "generator-hostile": "generation failed: ",
+              "original does not compile": "the original schema does not compile"}[case]
+    assert reason in lines[0]
+    j = cli("verify", *_pair(tmp_path, a, b), "--examples", "3", "--format", "json")
+    out = json.loads(j.stdout)
+    assert j.returncode == 3 and out["verdict"] == "inconclusive" and out["same"] is False
+    assert out["exit_code"] == 3 and out["schemas"][0]["status"] == "inconclusive"
+
+
+UNCOMPILABLE = {
+    "unresolvable $ref": (_obj({"a": {"type": "string"}}), _obj({"a": {"$ref": "#/$defs/gone"}}),
+                          "cannot resolve $ref '#/$defs/gone' (at #/properties/a)"),
+    "dangling $defs $ref": ({**_obj({"a": {"$ref": "#/$defs/S"}}), "$defs": {"S": {"type": "string"}}},
+                            _obj({"a": {"$ref": "#/$defs/S"}}), "cannot resolve $ref '#/$defs/S'"),
+    "remote $ref (never fetched)": (_obj({"a": {"type": "string"}}),
+                                    _obj({"a": {"$ref": "https://example.invalid/s.json"}}),
+                                    "cannot resolve $ref 'https://example.invalid/s.json'"),
+    "invalid pattern": (_obj({"s": {"type": "string", "pattern": "^[a-z]+$"}}),
+                        _obj({"s": {"type": "string", "pattern": "^[a-z+$"}}),
+                        "'^[a-z+$' is not a 'regex' (at #/properties/s/pattern)"),
+    "invalid patternProperties key": (_obj({}, patternProperties={"^x": {"type": "string"}}),
+                                      _obj({}, patternProperties={"^(x": {"type": "string"}}),
+                                      "'^(x' is not a 'regex'"),
+}
+
+
+@pytest.mark.parametrize("case", list(UNCOMPILABLE))
+def test_cli_uncompilable_rewrite_is_different_exit_1(cli, tmp_path, case):
+    a, b, why = UNCOMPILABLE[case]
+    r = cli("verify", *_pair(tmp_path, a, b), "--examples", "3")
+    assert r.returncode == 1, (r.stdout, r.stderr)
+    first = r.stdout.decode().splitlines()[0]
+    assert first.startswith("DIFFERENT t (input): the rewritten schema does not compile (the original does): ")
+    assert why in first
+
+
+def test_rewrite_adding_a_compile_error_to_a_broken_original_is_different():
+    a = _obj({"s": {"type": "string", "pattern": "\\p{L}"}, "t": {"type": "string"}})
+    b = _obj({"s": {"type": "string", "pattern": "\\p{L}"}, "t": {"$ref": "#/$defs/T"}})
+    v = verify.compare(a, b, examples=2)
+    assert v.status == verify.DIFFERENT
+    assert v.detail == "the rewritten schema adds a compile error: cannot resolve $ref '#/$defs/T' (at #/properties/t)"
+
+
+def test_compile_errors_ignore_place_and_resolve_locally():
+    assert verify.compile_errors({"$defs": {"S": {"type": "string"}}, "properties": {"a": {"$ref": "#/$defs/S"}}}) == []
+    assert verify.compile_errors({"$id": "https://x.test/root", "$defs": {"S": {"$id": "s", "type": "string"}},
+                                  "properties": {"a": {"$ref": "s"}}}) == []
+    assert verify.compile_errors(True) == []
+    moved = verify.compile_errors({"properties": {"b": {"pattern": "(["}}})
+    assert [m for m, _ in moved] == [m for m, _ in verify.compile_errors({"items": {"pattern": "(["}})]
+
+
+def test_a_reference_into_an_annotation_is_no_proof():
+    a = {"default": {"type": "string"}, "properties": {"a": {"$ref": "#/default"}}, "required": ["a"]}
+    b = {"default": {"type": "integer"}, "properties": {"a": {"$ref": "#/default"}}, "required": ["a"]}
+    assert verify.strip_annotations(a) == verify.strip_annotations(b)
+    assert not verify.is_proven(a, b)
+    assert verify.compare(a, b, examples=3).status == verify.DIFFERENT
+
+
+FAKE_GENERATOR = '''
+from hypothesis import strategies as st
+
+_calls = [0]
+
+
+def _boom(x):
+    _calls[0] += 1
+    if _calls[0] > 3:  # a few instances, then the generator breaks mid-run
+        raise RuntimeError("injected generation failure")
+    return {}
+
+
+def from_schema(schema, **kwargs):
+    return st.integers().map(_boom)
+'''
+
+
+def test_cli_injected_generation_error_is_inconclusive_not_swallowed(cli, files, tmp_path):
+    shim = tmp_path / "shim"
+    shim.mkdir()
+    (shim / "hypothesis_jsonschema.py").write_text(FAKE_GENERATOR)
+    src, good, _ = files
+    r = cli("verify", str(src), str(good), "--examples", "3", env={"PYTHONPATH": str(shim)})
+    assert r.returncode == 3, (r.stdout, r.stderr)
+    lines = r.stdout.decode().splitlines()
+    inconclusive = [line for line in lines if line.startswith("inconclusive ")]
+    assert inconclusive and all(
+        "generation failed: RuntimeError: injected generation failure" in line for line in inconclusive)
+    # proven schemas need no generator and stay proven; nothing is "tested"
+    assert not any(line.startswith("tested ") for line in lines)
+    assert " 0 tested, " in lines[-1] and " 0 different - inconclusive" in lines[-1]
+
+
+def test_cli_min_instances_out_of_reach_is_inconclusive(cli, files):
+    src, good, _ = files
+    r = cli("verify", str(src), str(good), "--examples", "2", "--min-instances", "100000")
+    assert r.returncode == 3
+    lines = r.stdout.decode().splitlines()
+    assert any("need 100000" in line for line in lines if line.startswith("inconclusive "))
+    assert " 0 tested, " in lines[-1]
+
+
+@pytest.mark.parametrize("catalog", ["git.tools.json", "time.tools.json", "everything.tools.json"])
+def test_cli_corpus_safe_output_is_same_exit_0(cli, tmp_path, catalog):
+    """The real toolschema-safe output of corpus catalogs: every schema proven or tested."""
+    src = CORPUS / catalog
+    c = cli("compress", "--type", "toolschema-safe", input=src.read_bytes())
+    assert c.returncode == 0 and json.loads(c.stderr)["method"] == "toolschema-safe"
+    slim = tmp_path / "slim.json"
+    slim.write_bytes(c.stdout)
+    r = cli("verify", str(src), str(slim), "--examples", "3", "--format", "json")
+    assert r.returncode == 0, r.stdout
+    out = json.loads(r.stdout)
+    assert out["verdict"] == "same" and out["same"] is True and out["exit_code"] == 0
+    statuses = {s["status"] for s in out["schemas"]}
+    assert statuses <= {"proven", "tested"} and statuses
+    for s in out["schemas"]:
+        if s["status"] == "tested":
+            assert [(e["from"], e["to"]) for e in s["evidence"]] == [
+                ("original", "rewritten"), ("rewritten", "original")]
+            assert all(e["generated"] >= 1 and e["instances"] >= out["min_instances"] for e in s["evidence"])
+    text = cli("verify", str(src), str(slim), "--examples", "3")
+    assert text.returncode == 0
+    lines = text.stdout.decode().splitlines()
+    assert lines[-1].endswith(" 0 inconclusive, 0 different - same: every schema proven or tested")
+    for line in lines[:-1]:
+        assert line.startswith(("proven ", "tested "))
+        if line.startswith("tested "):
+            assert " original → rewritten (" in line and " rewritten → original (" in line
+
+
+def test_cli_proven_only_exit_0(cli, tmp_path):
+    a = [{"name": "t", "inputSchema": _obj({"a": {"type": "string", "description": "A thing."}})}]
+    b = [{"name": "t", "inputSchema": _obj({"a": {"type": "string"}})}]
+    pa, pb = tmp_path / "a.json", tmp_path / "b.json"
+    pa.write_text(json.dumps(a))
+    pb.write_text(json.dumps(b))
+    r = cli("verify", str(pa), str(pb))
+    assert r.returncode == 0
+    assert r.stdout.decode().splitlines() == [
+        "proven t (input): identical once annotations are stripped",
+        "1 schemas: 1 proven, 0 tested, 0 inconclusive, 0 different - same: every schema proven or tested"]
+
+
+def test_cli_help_documents_exit_codes(cli):
+    r = cli("verify", "--help")
+    text = r.stdout.decode()
+    assert r.returncode == 0
+    for needle in ("0  same", "1  different", "2  cannot run", "3  inconclusive", "--min-instances",
+                   "is a proof", "is sampling, not a proof"):
+        assert needle in text

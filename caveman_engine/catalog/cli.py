@@ -197,14 +197,35 @@ def diff(content_type: str, exit_code: bool, source: str, rules, disabled) -> No
     sys.exit(1 if exit_code and res.changed else 0)
 
 
-@click.command("verify")
+@click.command("verify", epilog="""\b
+Exit codes:
+  0  same: every schema proven or tested
+  1  different: a counterexample, a rewrite that does not compile, or a
+     tool/schema on one side only
+  2  cannot run: bad usage, unreadable input, missing 'verify' extra
+  3  inconclusive: no difference found, but at least one schema lacks
+     evidence (no instance could be generated, a generation error, an
+     original that does not compile)
+
+\b
+Proof and sampling:
+  proven  is a proof: identical once annotations are stripped.
+  tested  is sampling, not a proof: no disagreement on at least
+          --min-instances instances checked in each direction
+          (generated from one schema plus their near misses, validated
+          against both).""")
 @click.argument("original", metavar="ORIGINAL")
 @click.argument("rewritten", metavar="REWRITTEN")
 @click.option("--examples", type=click.IntRange(min=1, max=1000), default=25, show_default=True,
-              help="Instances generated per schema and direction.")
+              help="Instances to generate per schema and direction.")
+@click.option("--min-instances", "min_instances", type=click.IntRange(min=1), default=10,
+              show_default=True,
+              help="Instances (generated + near misses) that must be checked in each direction "
+                   "for a schema to count as tested; fewer is inconclusive.")
 @click.option("--format", "fmt", type=FORMATS, default="text")
-def verify(original: str, rewritten: str, examples: int, fmt: str) -> None:
-    """Check that two catalogs accept the same tool calls (exit 0 same, 1 different)."""
+def verify(original: str, rewritten: str, examples: int, min_instances: int, fmt: str) -> None:
+    """Check that two catalogs accept the same tool calls: exit 0 same, 1 different,
+    2 cannot run, 3 inconclusive. One line per schema names its evidence."""
     from . import verify as _v
 
     try:
@@ -220,21 +241,11 @@ def verify(original: str, rewritten: str, examples: int, fmt: str) -> None:
             _fail("verify", f"{src}: no tools found (expected an OpenAI, Anthropic or MCP catalog)")
         if envelope.depth(doc) > envelope.MAX_DEPTH:
             _fail("verify", f"{src}: nested deeper than {envelope.MAX_DEPTH} levels")
-    report = _v.verify_docs(a, b, examples=examples)
+    report = _v.verify_docs(a, b, examples=examples, min_instances=min_instances)
     if fmt == "json":
         import json
 
-        out = {
-            "same": not report.different,
-            "schemas": [
-                {"tool": o.name, "part": o.part, "status": o.status,
-                 **({"counterexample": o.counterexample, "accepted_by": o.accepted_by}
-                    if o.status == _v.DIFFERENT and o.accepted_by else {}),
-                 **({"detail": o.detail} if o.detail else {})}
-                for o in report.outcomes
-            ],
-        }
-        _write(json.dumps(out, indent=2, ensure_ascii=False) + "\n")
+        _write(json.dumps(_v.report_json(report), indent=2, ensure_ascii=False) + "\n")
     else:
         _write(_v.format_report(report))
-    sys.exit(1 if report.different else 0)
+    sys.exit(report.exit_code)

@@ -1,17 +1,30 @@
 """``verify``: do two catalogs accept the same tool calls?
 
 Tools are matched by name (the n-th tool of a name with the n-th of the same name). For each
-pair, the input schemas are compared (and the MCP output schemas, when present):
+pair, the input schemas are compared (and the MCP output schemas, when present). Each pair gets
+exactly one verdict, and only the first two are evidence that the two accept the same calls:
 
-1. **proven** when both are identical once annotations (``title``, ``description``,
+1. **proven** (a proof): both are identical once annotations (``title``, ``description``,
    ``default``, ``examples``, ``$comment``, ``deprecated``, ``readOnly``, ``writeOnly``,
-   ``example``, ``x-*``) are stripped from every schema position;
-2. otherwise **tested**: instances are generated from each schema with
-   ``hypothesis-jsonschema`` and validated against the other with ``jsonschema`` (both
-   directions), then every generated instance is mutated into near misses (a member dropped,
-   added, set to null or to another type; numbers and strings nudged; arrays grown and emptied)
-   and each mutant must get the same verdict from both schemas. That catches a rewrite that
-   accepts *more* as well as one that accepts less. A disagreement is a counterexample.
+   ``example``, ``x-*``) are stripped from every schema position, and no ``$ref`` points into
+   an annotation;
+2. **tested** (sampling, not a proof): both schemas compile, and at least ``min_instances``
+   distinct instances were checked in *each* direction without a disagreement. Original →
+   rewritten means: instances generated from the original with ``hypothesis-jsonschema`` that
+   the original accepts, plus near misses made from them (a member dropped, added, set to null
+   or to another type; numbers and strings nudged; arrays grown and emptied), each validated
+   against both schemas with ``jsonschema``; rewritten → original the same the other way.
+   Near misses catch a rewrite that accepts *more* as well as one that accepts less;
+3. **different**: a counterexample (an instance one schema accepts and the other rejects, or
+   one only the rewritten cannot validate), a rewritten schema that does not compile while the
+   original does (or that adds a compile error of its own), a tool or a schema on one side only;
+4. **inconclusive**: no difference found, but no evidence either: an original that does not
+   compile, too few instances in a direction (an unsatisfiable or generator-hostile schema),
+   or a generation error (never swallowed: its message is the reason given).
+
+"Compiles" means: valid against its draft's metaschema (so every ``pattern`` and
+``patternProperties`` key is a regex Python's ``re`` accepts, as ``jsonschema`` needs) and
+every ``$ref``/``$dynamicRef`` resolves locally (references are never fetched over the network).
 
 A schema without ``$schema`` is read as 2020-12. Hypothesis runs derandomized: the same
 inputs give the same report. ``jsonschema``, ``hypothesis`` and ``hypothesis-jsonschema`` are
@@ -21,6 +34,7 @@ the ``verify`` extra; they are imported only here.
 from __future__ import annotations
 
 import json
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,7 +44,17 @@ from . import schema as js
 PROVEN = "proven"
 TESTED = "tested"
 DIFFERENT = "different"
-UNTESTED = "untested"
+INCONCLUSIVE = "inconclusive"
+
+# Exit codes of ``caveman-engine verify``.
+EXIT_SAME = 0  # every schema proven or tested
+EXIT_DIFFERENT = 1  # at least one difference
+EXIT_USAGE = 2  # bad usage or input, missing extra: the check could not run
+EXIT_INCONCLUSIVE = 3  # no difference, but at least one schema without evidence
+
+DEFAULT_EXAMPLES = 25
+DEFAULT_MIN_INSTANCES = 10
+DEFAULT_MUTANTS = 40
 
 STRIP = js.ANNOTATIONS
 MISSING_EXTRA = (
@@ -38,9 +62,48 @@ MISSING_EXTRA = (
     "(jsonschema, hypothesis, hypothesis-jsonschema)"
 )
 
+SIDES = ("original", "rewritten")
+
 
 class MissingDependency(RuntimeError):
     pass
+
+
+@dataclass
+class Direction:
+    """Evidence gathered from one side's instances (checked against both schemas)."""
+
+    source: str  # "original" / "rewritten"
+    generated: int = 0  # distinct generated instances the source accepts, with both verdicts
+    near_misses: int = 0  # distinct near misses of those, with both verdicts
+    error: str = ""  # generation error from the source schema itself (never swallowed)
+
+    @property
+    def checked(self) -> int:
+        return self.generated + self.near_misses
+
+    @property
+    def target(self) -> str:
+        return SIDES[1] if self.source == SIDES[0] else SIDES[0]
+
+    def as_json(self) -> dict:
+        out = {"from": self.source, "to": self.target, "instances": self.checked,
+               "generated": self.generated, "near_misses": self.near_misses}
+        if self.error:
+            out["error"] = self.error
+        return out
+
+
+@dataclass
+class Verdict:
+    status: str
+    counterexample: Any = None
+    accepted_by: str = ""  # "original" / "rewritten"
+    detail: str = ""
+    directions: list[Direction] = field(default_factory=list)
+
+    def astuple(self) -> tuple[str, Any, str, str]:
+        return self.status, self.counterexample, self.accepted_by, self.detail
 
 
 @dataclass
@@ -51,18 +114,37 @@ class Outcome:
     detail: str = ""
     counterexample: Any = None
     accepted_by: str = ""  # "original" / "rewritten"
+    directions: list[Direction] = field(default_factory=list)
 
 
 @dataclass
 class Report:
     outcomes: list[Outcome] = field(default_factory=list)
+    min_instances: int = DEFAULT_MIN_INSTANCES
 
     @property
     def different(self) -> list[Outcome]:
         return [o for o in self.outcomes if o.status == DIFFERENT]
 
+    @property
+    def inconclusive(self) -> list[Outcome]:
+        return [o for o in self.outcomes if o.status == INCONCLUSIVE]
+
     def count(self, status: str) -> int:
         return sum(1 for o in self.outcomes if o.status == status)
+
+    @property
+    def verdict(self) -> str:
+        """``same`` (every schema proven or tested), ``different`` or ``inconclusive``."""
+        if self.different:
+            return "different"
+        if self.inconclusive or not self.outcomes:
+            return "inconclusive"
+        return "same"
+
+    @property
+    def exit_code(self) -> int:
+        return {"same": EXIT_SAME, "different": EXIT_DIFFERENT}.get(self.verdict, EXIT_INCONCLUSIVE)
 
 
 def _require():
@@ -70,6 +152,7 @@ def _require():
         import hypothesis
         import hypothesis_jsonschema  # noqa: F401
         import jsonschema  # noqa: F401
+        import referencing  # noqa: F401  (a dependency of jsonschema >= 4.18)
     except ImportError:
         raise MissingDependency(MISSING_EXTRA) from None
     from hypothesis.internal.conjecture import utils as cu
@@ -94,22 +177,125 @@ def strip_annotations(schema: Any) -> Any:
     return out
 
 
-# --------------------------------------------------------------------------- validation
+def _refs_into_annotations(schema: Any) -> bool:
+    """Whether a reference's JSON pointer names an annotation keyword (``#/default/…``): then
+    stripping annotations could change what it points at, and identity after stripping is no
+    proof. Conservative: a property that happens to be called ``description`` counts too."""
+    for n in js.nodes(schema):
+        for kw in ("$ref", "$dynamicRef"):
+            ref = n.get(kw)
+            if not isinstance(ref, str) or "#" not in ref:
+                continue
+            pointer = ref.split("#", 1)[1]
+            for tok in pointer.split("/")[1:]:
+                tok = tok.replace("~1", "/").replace("~0", "~")
+                if tok in STRIP or tok.startswith("x-"):
+                    return True
+    return False
 
 
-def _validator(schema: Any):
+def is_proven(a: Any, b: Any) -> bool:
+    """The proof: identical once annotations are stripped."""
+    return (strip_annotations(a) == strip_annotations(b)
+            and not _refs_into_annotations(a) and not _refs_into_annotations(b))
+
+
+# --------------------------------------------------------------------------- compiling
+
+
+def _validator_class(schema: Any):
     from jsonschema import Draft202012Validator
     from jsonschema.validators import validator_for
 
-    cls = validator_for(schema, default=Draft202012Validator) if isinstance(schema, dict) else Draft202012Validator
-    return cls(schema)
+    if not isinstance(schema, dict):
+        return Draft202012Validator
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return validator_for(schema, default=Draft202012Validator)
 
 
-def _valid(v, instance) -> bool | None:
+def _registry():
+    """Only the metaschemas: a reference elsewhere is unresolvable, never fetched."""
+    from jsonschema_specifications import REGISTRY
+
+    return REGISTRY
+
+
+def _validator(schema: Any):
+    return _validator_class(schema)(schema, registry=_registry())
+
+
+def compile_errors(schema: Any) -> list[tuple[str, str]]:
+    """``(message, where)`` for every reason ``jsonschema`` cannot use ``schema``: a metaschema
+    violation (an invalid ``pattern`` regex, a wrong keyword type…) or an unresolvable
+    ``$ref``/``$dynamicRef``. Messages name the offending value, not its place, so the same
+    fault moved elsewhere by a rewrite compares equal."""
+    if isinstance(schema, bool):
+        return []
+    if not isinstance(schema, dict):
+        return [(f"a schema must be an object or a boolean, not {type(schema).__name__}", "#")]
+    from jsonschema.validators import validator_for
+    from referencing.exceptions import Unresolvable
+    from referencing.jsonschema import DRAFT202012, specification_with
+
+    cls = _validator_class(schema)
+    errors: list[tuple[str, str]] = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        meta_cls = validator_for(cls.META_SCHEMA, default=cls)
+        meta = meta_cls(cls.META_SCHEMA, format_checker=meta_cls.FORMAT_CHECKER)
+        for e in meta.iter_errors(schema):
+            where = "#" + "".join(f"/{p}" for p in e.absolute_path)
+            errors.append((e.message, where))
+    meta_id = cls.META_SCHEMA.get("$id") or cls.META_SCHEMA.get("id") or ""
+    spec = specification_with(meta_id, default=DRAFT202012)
+    try:
+        root = spec.create_resource(schema)
+        base = root.id() or ""
+        resolver = _registry().with_resource(base, root).resolver(base_uri=base)
+    except Exception as exc:  # a malformed $id
+        return errors + [(f"cannot build a reference resolver: {exc}", "#")]
+
+    def walk(node: Any, resolver, where: str) -> None:
+        if not isinstance(node, dict):
+            return
+        try:
+            resolver = resolver.in_subresource(spec.create_resource(node))
+        except Exception as exc:
+            errors.append((f"bad identifier: {exc}", where))
+            return
+        for kw in ("$ref", "$dynamicRef"):
+            ref = node.get(kw)
+            if isinstance(ref, str):
+                try:
+                    resolver.lookup(ref)
+                except Unresolvable:
+                    errors.append((f"cannot resolve {kw} {ref!r}", where))
+                except Exception as exc:
+                    errors.append((f"cannot resolve {kw} {ref!r}: {exc}", where))
+        for k, name, child in js.children(node):
+            walk(child, resolver, where + "/" + k + ("" if name is None else f"/{name}"))
+
+    walk(schema, resolver, "#")
+    return errors
+
+
+def _fmt_errors(errors: list[tuple[str, str]], limit: int = 2) -> str:
+    shown = "; ".join(f"{m} (at {w})" for m, w in errors[:limit])
+    return shown + (f"; and {len(errors) - limit} more" if len(errors) > limit else "")
+
+
+def _verdict(v, instance) -> bool | Exception:
     try:
         return v.is_valid(instance)
-    except Exception:  # an unresolvable reference, a bad regex…: no verdict
-        return None
+    except Exception as exc:  # not expected once the schema compiles (deep recursion…)
+        return exc
+
+
+def _error_text(exc: BaseException) -> str:
+    msg = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    msg = msg if len(msg) <= 120 else msg[:120] + "…"
+    return f"{type(exc).__name__}: {msg}" if msg else type(exc).__name__
 
 
 # --------------------------------------------------------------------------- generation
@@ -141,37 +327,49 @@ def tighten(schema: Any) -> Any:
     return out
 
 
-def _draw(schema: Any, n: int) -> list[Any]:
-    """Up to ``n`` instances of ``schema`` (fewer, or none, if generation fails)."""
+def draw(schema: Any, n: int) -> tuple[list[Any], str]:
+    """Up to ``n`` distinct instances of ``schema`` and the generation error, if any (``""``).
+    Whatever was drawn before an error is kept; the error is reported, never swallowed."""
     from hypothesis import HealthCheck, Phase, given, settings
-    from hypothesis.errors import HypothesisException
     from hypothesis_jsonschema import from_schema
 
-    try:
-        strategy = from_schema(schema)
-    except Exception:
-        return []
     found: list[Any] = []
+    error = ""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            strategy = from_schema(schema)
+        except Exception as exc:
+            return [], f"the generator rejects the schema: {_error_text(exc)}"
+        try:
+            empty = strategy.is_empty
+        except Exception as exc:
+            return [], f"the generator rejects the schema: {_error_text(exc)}"
+        if empty:
+            return [], "the generator finds no instance (the schema may accept nothing)"
 
-    @settings(max_examples=n, database=None, derandomize=True, deadline=None,
-              suppress_health_check=list(HealthCheck), phases=[Phase.generate],
-              print_blob=False)
-    @given(strategy)
-    def collect(x):
-        found.append(x)
+        @settings(max_examples=n, database=None, derandomize=True, deadline=None,
+                  suppress_health_check=list(HealthCheck), phases=[Phase.generate],
+                  print_blob=False)
+        @given(strategy)
+        def collect(x):
+            found.append(x)
 
-    try:
-        collect()
-    except (HypothesisException, Exception):
-        pass
-    # Deduplicate while keeping order.
+        try:
+            collect()
+        except Exception as exc:
+            error = f"generation failed: {_error_text(exc)}"
     out, seen = [], set()
     for x in found:
-        key = json.dumps(x, sort_keys=True)
+        key = _key(x)
         if key not in seen:
             seen.add(key)
             out.append(x)
-    return out
+    return out, error
+
+
+def _key(x: Any) -> str:
+    return json.dumps(x, sort_keys=True)
 
 
 _ALT_VALUES = (None, "x", 0, 1.5, True, [], {}, "", -1, [None], {"": None})
@@ -242,52 +440,118 @@ def _replace(root: Any, path: tuple, value: Any) -> Any:
 # --------------------------------------------------------------------------- comparing
 
 
-def compare_schemas(a: Any, b: Any, *, examples: int = 25, mutants: int = 40) -> tuple[str, Any, str, str]:
-    """``(status, counterexample, accepted_by, detail)`` for original ``a`` vs rewritten ``b``
-    (both plain JSON values, numbers as int/float). Results are memoised per process (the same
-    pair of schemas recurs across envelopes of one catalog)."""
-    if strip_annotations(a) == strip_annotations(b):
-        return PROVEN, None, "", ""
-    key = (json.dumps(a, sort_keys=True), json.dumps(b, sort_keys=True), examples, mutants)
+def compare(a: Any, b: Any, *, examples: int = DEFAULT_EXAMPLES, mutants: int = DEFAULT_MUTANTS,
+            min_instances: int = DEFAULT_MIN_INSTANCES) -> Verdict:
+    """The verdict for original ``a`` vs rewritten ``b`` (plain JSON values, numbers as
+    int/float). Memoised per process (the same pair recurs across envelopes of one catalog)."""
+    if is_proven(a, b):
+        return Verdict(PROVEN, detail="identical once annotations are stripped")
+    key = (_key(a), _key(b), examples, mutants, min_instances)
     hit = _MEMO.get(key)
     if hit is None:
-        hit = _MEMO[key] = _test(a, b, examples, mutants)
+        hit = _MEMO[key] = _test(a, b, examples, mutants, min_instances)
         if len(_MEMO) > 4096:
             _MEMO.pop(next(iter(_MEMO)))
     return hit
 
 
-_MEMO: dict[tuple, tuple[str, Any, str, str]] = {}
+def compare_schemas(a: Any, b: Any, *, examples: int = DEFAULT_EXAMPLES,
+                    mutants: int = DEFAULT_MUTANTS,
+                    min_instances: int = DEFAULT_MIN_INSTANCES) -> tuple[str, Any, str, str]:
+    """``(status, counterexample, accepted_by, detail)`` of :func:`compare`."""
+    return compare(a, b, examples=examples, mutants=mutants, min_instances=min_instances).astuple()
 
 
-def _test(a: Any, b: Any, examples: int, mutants: int) -> tuple[str, Any, str, str]:
+_MEMO: dict[tuple, Verdict] = {}
+
+
+def _generate(src: Any, examples: int) -> tuple[list[Any], str]:
+    """Instances of ``src``: mostly from its tightened copy (small, quick), some from the
+    schema itself. The tightened copy is only a sampling aid, so its failure (it may be
+    unsatisfiable where the schema is not) just moves the whole budget to the schema itself,
+    whose own generation error is returned."""
+    # copies: hypothesis-jsonschema resolves references in place
+    tight, tight_error = draw(tighten(src), examples)
+    budget = max(1, examples // 5) if tight and not tight_error else examples
+    loose, error = draw(envelope.copy_tree(src), budget)
+    return tight + loose, error
+
+
+def _test(a: Any, b: Any, examples: int, mutants: int, need: int) -> Verdict:
+    errors_a, errors_b = compile_errors(a), compile_errors(b)
+    known = {m for m, _ in errors_a}
+    new = [(m, w) for m, w in errors_b if m not in known]
+    if new:
+        if errors_a:
+            return Verdict(DIFFERENT, detail="the rewritten schema adds a compile error: "
+                                             + _fmt_errors(new))
+        return Verdict(DIFFERENT, detail="the rewritten schema does not compile (the original "
+                                         "does): " + _fmt_errors(new))
+    if errors_a:
+        return Verdict(INCONCLUSIVE, detail="the original schema does not compile, so nothing "
+                                            "can be checked against it: " + _fmt_errors(errors_a))
     va, vb = _validator(a), _validator(b)
-    instances: list[Any] = []
-    drew = False
-    for src in (a, b):
-        # copies: hypothesis-jsonschema resolves references in place
-        got = _draw(tighten(src), examples) + _draw(envelope.copy_tree(src), max(1, examples // 5))
-        drew = drew or bool(got)
-        instances.extend(got)
-    checked = 0
-    pool = list(instances)
-    for inst in instances:
-        pool.extend(_mutants(inst, mutants))
-    best = None
-    for inst in pool:
-        ra, rb = _valid(va, inst), _valid(vb, inst)
-        if ra is None or rb is None:
-            continue
-        checked += 1
-        if ra != rb:
-            size = len(json.dumps(inst))
-            if best is None or size < best[0]:
-                best = (size, inst, "original" if ra else "rewritten")
+    directions: list[Direction] = []
+    best = None  # (size, instance, accepted_by, detail)
+    unverdicted = 0
+    for label, src, v_src in ((SIDES[0], a, va), (SIDES[1], b, vb)):
+        d = Direction(label)
+        directions.append(d)
+        drawn, d.error = _generate(src, examples)
+        valid = [x for x in drawn if _verdict(v_src, x) is True]
+        seen: set[str] = set()
+        pool = [(x, True) for x in valid]
+        for x in valid:
+            pool.extend((m, False) for m in _mutants(x, mutants))
+        for inst, generated in pool:
+            k = _key(inst)
+            if k in seen:
+                continue
+            seen.add(k)
+            ra, rb = _verdict(va, inst), _verdict(vb, inst)
+            if isinstance(rb, Exception) and not isinstance(ra, Exception):
+                cand = (len(k), inst, "", "the rewritten schema cannot validate "
+                        f"{_short(inst)}: {_error_text(rb)}")
+            elif isinstance(ra, Exception) or isinstance(rb, Exception):
+                unverdicted += 1
+                continue
+            else:
+                if generated:
+                    d.generated += 1
+                else:
+                    d.near_misses += 1
+                if ra == rb:
+                    continue
+                cand = (len(k), inst, SIDES[0] if ra else SIDES[1], "")
+            if best is None or cand[0] < best[0]:
+                best = cand
     if best is not None:
-        return DIFFERENT, best[1], best[2], ""
-    if not drew or checked == 0:
-        return UNTESTED, None, "", "no instances could be generated"
-    return TESTED, None, "", f"{checked} instances"
+        return Verdict(DIFFERENT, best[1], best[2], best[3], directions)
+    problems = []
+    for d in directions:
+        if d.error:
+            problems.append(f"{d.source} → {d.target}: {d.error}")
+        elif d.checked < need:
+            why = (f"only {d.checked} instance{'s' if d.checked != 1 else ''} checked "
+                   f"({d.generated} generated, {d.near_misses} near misses), need {need}")
+            if not d.generated:
+                why = f"no instance of the {d.source} schema could be generated, need {need}"
+            problems.append(f"{d.source} → {d.target}: {why}")
+    if unverdicted and not problems:
+        problems.append(f"{unverdicted} instances could not be validated against the original")
+    if problems:
+        return Verdict(INCONCLUSIVE, detail="; ".join(problems), directions=directions)
+    return Verdict(TESTED, detail=_evidence(directions), directions=directions)
+
+
+def _evidence(directions: list[Direction]) -> str:
+    return ", ".join(f"{d.checked} {d.source} → {d.target} ({d.generated} generated + "
+                     f"{d.near_misses} near misses)" for d in directions)
+
+
+def _short(x: Any, limit: int = 400) -> str:
+    s = json.dumps(x, ensure_ascii=False, separators=(",", ":"))
+    return s if len(s) <= limit else s[:limit] + "…"
 
 
 def _index(doc: Any) -> dict[str, list[envelope.Tool]]:
@@ -297,14 +561,21 @@ def _index(doc: Any) -> dict[str, list[envelope.Tool]]:
     return out
 
 
-def verify_docs(original: Any, rewritten: Any, *, examples: int = 25, mutants: int = 40) -> Report:
+def verify_docs(original: Any, rewritten: Any, *, examples: int = DEFAULT_EXAMPLES,
+                mutants: int = DEFAULT_MUTANTS,
+                min_instances: int = DEFAULT_MIN_INSTANCES) -> Report:
     """Compare two decoded catalogs (or two bare schemas). Raises :class:`MissingDependency`."""
     _require()
-    report = Report()
+    report = Report(min_instances=min_instances)
+    opts = {"examples": examples, "mutants": mutants, "min_instances": min_instances}
+
+    def add(name: str, part: str, x: Any, y: Any) -> None:
+        v = compare(envelope.to_plain(x), envelope.to_plain(y), **opts)
+        report.outcomes.append(Outcome(name, part, v.status, v.detail, v.counterexample,
+                                       v.accepted_by, v.directions))
+
     if envelope.is_bare_schema(original) and envelope.is_bare_schema(rewritten):
-        pa, pb = envelope.to_plain(original), envelope.to_plain(rewritten)
-        status, ce, by, detail = compare_schemas(pa, pb, examples=examples, mutants=mutants)
-        report.outcomes.append(Outcome("(schema)", "input", status, detail, ce, by))
+        add("(schema)", "input", original, rewritten)
         return report
     ia, ib = _index(original), _index(rewritten)
     for name in list(ia) + [n for n in ib if n not in ia]:
@@ -321,35 +592,64 @@ def verify_docs(original: Any, rewritten: Any, *, examples: int = 25, mutants: i
                 pairs.append(("output", sa.get(envelope.OUTPUT_DOOR), sb.get(envelope.OUTPUT_DOOR)))
             for part, x, y in pairs:
                 if (x is None) != (y is None):
-                    report.outcomes.append(Outcome(name, part, DIFFERENT, "schema missing on one side"))
-                    continue
-                if x is None:
-                    report.outcomes.append(Outcome(name, part, PROVEN))
-                    continue
-                status, ce, by, detail = compare_schemas(
-                    envelope.to_plain(x), envelope.to_plain(y), examples=examples, mutants=mutants)
-                report.outcomes.append(Outcome(name, part, status, detail, ce, by))
+                    where = "original" if y is None else "rewritten"
+                    report.outcomes.append(Outcome(name, part, DIFFERENT,
+                                                   f"schema only in the {where} catalog"))
+                elif x is None:
+                    report.outcomes.append(Outcome(name, part, PROVEN, "no schema on either side"))
+                else:
+                    add(name, part, x, y)
     return report
 
 
+def outcome_line(o: Outcome) -> str:
+    """One line per schema naming its evidence: proven / tested with k instances /
+    inconclusive: why / DIFFERENT: why."""
+    head = f"{o.name} ({o.part})"
+    if o.status == DIFFERENT:
+        if o.accepted_by:
+            other = SIDES[1] if o.accepted_by == SIDES[0] else SIDES[0]
+            return (f"DIFFERENT {head}: {_short(o.counterexample)} is accepted by the "
+                    f"{o.accepted_by} and rejected by the {other}")
+        return f"DIFFERENT {head}: {o.detail}"
+    if o.status == TESTED:
+        return f"tested {head}: {o.detail}"
+    if o.status == PROVEN:
+        return f"proven {head}: {o.detail}" if o.detail else f"proven {head}"
+    return f"inconclusive {head}: {o.detail}"
+
+
+def summary(report: Report) -> str:
+    verdict = {
+        "same": "same: every schema proven or tested",
+        "different": "DIFFERENT: at least one difference found",
+        "inconclusive": "inconclusive: no difference found, but not every schema has evidence",
+    }[report.verdict]
+    return (f"{len(report.outcomes)} schemas: {report.count(PROVEN)} proven, "
+            f"{report.count(TESTED)} tested, {report.count(INCONCLUSIVE)} inconclusive, "
+            f"{report.count(DIFFERENT)} different - {verdict}")
+
+
 def format_report(report: Report) -> str:
-    lines = []
-    for o in report.outcomes:
-        if o.status == DIFFERENT:
-            if o.counterexample is not None or o.accepted_by:
-                other = "rewritten" if o.accepted_by == "original" else "original"
-                ce = json.dumps(o.counterexample, ensure_ascii=False, separators=(",", ":"))
-                if len(ce) > 400:
-                    ce = ce[:400] + "…"
-                lines.append(f"DIFFERENT {o.name} ({o.part}): {ce} is accepted by the "
-                             f"{o.accepted_by} and rejected by the {other}")
-            else:
-                lines.append(f"DIFFERENT {o.name} ({o.part}): {o.detail}")
-        elif o.status == UNTESTED:
-            lines.append(f"untested {o.name} ({o.part}): {o.detail}")
-    total = len(report.outcomes)
-    lines.append(
-        f"{total} schemas: {report.count(PROVEN)} proven, {report.count(TESTED)} tested, "
-        f"{report.count(UNTESTED)} untested, {report.count(DIFFERENT)} different"
-    )
+    """Differences first, then inconclusive, tested and proven schemas, then the summary."""
+    order = {DIFFERENT: 0, INCONCLUSIVE: 1, TESTED: 2, PROVEN: 3}
+    lines = [outcome_line(o) for o in sorted(report.outcomes, key=lambda o: order[o.status])]
+    lines.append(summary(report))
     return "\n".join(lines) + "\n"
+
+
+def report_json(report: Report) -> dict:
+    return {
+        "verdict": report.verdict,
+        "same": report.verdict == "same",
+        "exit_code": report.exit_code,
+        "min_instances": report.min_instances,
+        "schemas": [
+            {"tool": o.name, "part": o.part, "status": o.status,
+             **({"counterexample": o.counterexample, "accepted_by": o.accepted_by}
+                if o.status == DIFFERENT and o.accepted_by else {}),
+             **({"detail": o.detail} if o.detail else {}),
+             **({"evidence": [d.as_json() for d in o.directions]} if o.directions else {})}
+            for o in report.outcomes
+        ],
+    }
