@@ -1,8 +1,12 @@
 """The ``caveman-engine`` command line: parses arguments, calls the library, prints what it
-returns. Every error is one line on stderr; exit codes follow the reference (spec §1)."""
+returns. Every error is one line on stderr. The reference engine's own invocations keep its
+wording and exit codes (spec §1); what we add on top (files as arguments, ``--strict``,
+``-q``, ``--format``, ``--report``, ``store``) follows the usual conventions: usage errors of
+our own exit 2."""
 
 from __future__ import annotations
 
+import os
 import sys
 
 import click
@@ -12,6 +16,17 @@ from . import __version__
 COMPRESS_USAGE = "usage: caveman-engine compress [--type <content-type>]"
 RETRIEVE_USAGE = "usage: caveman-engine retrieve <handle> [query]"
 TOON_USAGE = "usage: caveman-engine toon encode|decode"
+# Printed (exit 2) when a command would read stdin and stdin is a terminal.
+TERMINAL_USAGE = {
+    "compress": "usage: caveman-engine compress [--type TYPE] [FILE]  "
+                "(no FILE given and stdin is a terminal; see --help)",
+    "toon": "usage: caveman-engine toon encode|decode [FILE]  "
+            "(no FILE given and stdin is a terminal; see --help)",
+}
+STRICT_TYPES_ENV = "CAVEMAN_STRICT_TYPES"
+FORMAT = click.Choice(["text", "json"])
+CONTEXT = {"help_option_names": ["-h", "--help"], "terminal_width": 100,
+           "max_content_width": 100}
 
 
 def fail(message: str, code: int = 1) -> None:
@@ -21,15 +36,35 @@ def fail(message: str, code: int = 1) -> None:
     sys.exit(code)
 
 
-def read_stdin(command: str) -> bytes:
-    from .limits import InputTooLarge, read_bounded
+def warn(message: str, quiet: bool = False) -> None:
+    if not quiet:
+        from .stdio import say
 
+        say(message)
+
+
+def read_input(command: str, path: str | None) -> bytes:
+    """The bytes of ``path``, or of stdin for ``None`` and ``-``. Stdin that is a terminal
+    with no file named is a usage error (exit 2) rather than a silent wait."""
+    from .limits import InputTooLarge, read_bounded, read_path
+
+    if path is None and command in TERMINAL_USAGE and sys.stdin.isatty():
+        fail(TERMINAL_USAGE[command], 2)
+    if path is None or path == "-":
+        try:
+            return read_bounded(sys.stdin.buffer)
+        except InputTooLarge as exc:
+            fail(f"read stdin: {exc}")
+        except OSError as exc:
+            fail(f"{command}: read stdin: {exc.strerror or exc}")
     try:
-        return read_bounded(sys.stdin.buffer)
-    except InputTooLarge as exc:
-        fail(f"read stdin: {exc}")
+        return read_path(path)
+    except InputTooLarge:
+        from .limits import MAX_INPUT
+
+        fail(f"{command}: {path}: larger than {MAX_INPUT} bytes")
     except OSError as exc:
-        fail(f"{command}: read stdin: {exc.strerror or exc}")
+        fail(f"{command}: cannot read {path}: {exc.strerror or exc}")
 
 
 def write_stdout(data: bytes) -> None:
@@ -39,6 +74,23 @@ def write_stdout(data: bytes) -> None:
     out.flush()
 
 
+def write_file(command: str, path: str, data: bytes) -> None:
+    """``data`` into ``path`` completely, or the file is left as it was (write then rename)."""
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        fail(f"{command}: cannot write {path}: {exc.strerror or exc}")
+
+
 def open_store_or_fail():
     from .store import StoreError, open_store
 
@@ -46,6 +98,12 @@ def open_store_or_fail():
         return open_store()
     except StoreError as exc:
         fail(f"cannot open recovery store: {exc}")
+
+
+def ignored_arguments(command: str, extra: tuple[str, ...], quiet: bool) -> None:
+    """The reference ignores extra arguments here; we keep that, and say so."""
+    if extra:
+        warn(f"{command}: ignoring extra arguments: {' '.join(extra)}", quiet)
 
 
 class CavemanGroup(click.Group):
@@ -71,7 +129,7 @@ class CavemanGroup(click.Group):
                 fail(f"unknown compress flag: {exc.option_name}")
             if isinstance(exc, click.BadOptionUsage) and exc.option_name == "--type":
                 fail(COMPRESS_USAGE)
-            fail(f"unknown compress flag: {_stray_argument(args[1:])}")
+            fail(f"compress: {exc.format_message()}", 2)
         if cmd == "retrieve":
             fail(RETRIEVE_USAGE)
         if cmd == "toon":
@@ -87,6 +145,7 @@ class CavemanGroup(click.Group):
         "verify": "caveman_engine.catalog.cli:verify",
         "evals": "caveman_engine.evals.cli:evals",
         "proxy": "caveman_engine.proxy.cli:proxy_command",
+        "store": "caveman_engine.store_cli:store",
     }
 
     def list_commands(self, ctx):
@@ -110,16 +169,16 @@ class CavemanGroup(click.Group):
             raise NoSubcommand(name, ctx)
         return super().resolve_command(ctx, args)
 
-
-def _stray_argument(args: list[str]) -> str:
-    """The first compress argument that is neither ``--type`` nor its value."""
-    it = iter(args)
-    for a in it:
-        if a == "--type":
-            next(it, None)
-        elif not a.startswith("--type="):
-            return a
-    return ""
+    def format_commands(self, ctx, formatter):
+        """The command list, without commands whose optional parts are not installed."""
+        rows = []
+        for name in self.list_commands(ctx):
+            cmd = self.get_command(ctx, name)
+            if cmd is not None and not cmd.hidden:
+                rows.append((name, cmd.get_short_help_str(limit=formatter.width - 16)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
 
 
 class NoSubcommand(click.UsageError):
@@ -128,119 +187,326 @@ class NoSubcommand(click.UsageError):
         self.name = name
 
 
-@click.group(cls=CavemanGroup, invoke_without_command=True,
-             context_settings={"help_option_names": ["-h", "--help"]})
+class SectionsCommand(click.Command):
+    """A command whose help ends with titled sections, built when help is shown."""
+
+    def __init__(self, *args, sections=None, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.sections = sections or (lambda: [])
+
+    def format_epilog(self, ctx, formatter) -> None:
+        for title, body in self.sections():
+            with formatter.section(title):
+                if isinstance(body, list):
+                    formatter.write_dl(body)
+                else:
+                    formatter.write_text(body)
+
+
+GROUP_HELP = """Compress what AI agents send to models; every original stays recoverable.
+
+Tool catalogs, logs, JSON, diffs and terminal output go in; fewer tokens come out, with a
+one-line JSON report on stderr. Each lossy rewrite keeps its exact original in a local
+SQLite store under a ccr_… handle that `retrieve` gives back byte for byte.
+
+\b
+Examples:
+  caveman-engine compress --type toolschema tools.json > tools.min.json
+  caveman-engine retrieve ccr_94e45c3f85f7dbc65d3283ce8e196975 > tools.json
+
+Exit codes: 0 success (a pass-through is a success), 1 error, 2 usage error, 3 `verify`
+found no difference but lacks evidence for some tool, 130 interrupted. Shell completion:
+eval "$(_CAVEMAN_ENGINE_COMPLETE=bash_source caveman-engine)" (zsh_source, fish_source).
+"""
+
+
+@click.group(cls=CavemanGroup, invoke_without_command=True, context_settings=CONTEXT,
+             help=GROUP_HELP)
 @click.version_option(__version__, "--version", prog_name="caveman-engine")
 @click.pass_context
 def cli(ctx: click.Context) -> None:
-    """Compress what AI agents send to models; every original stays recoverable.
-
-    Input comes on stdin, the result goes to stdout, a one-line JSON report to stderr.
-    """
     if ctx.invoked_subcommand is None:
         click.echo(ctx.get_help())
 
 
-@cli.command()
+def _store_location() -> str:
+    return ("CAVEMAN_CCR_DB (a path, or :memory:) if set, else $CAVEMAN_HOME/ccr.db, else "
+            "~/.caveman/ccr.db (directory created 0700, file 0600). CAVEMAN_CCR_MAX_BYTES caps "
+            "the bytes it keeps (default 512 MiB); at the cap, rewrites pass through and nothing "
+            "is evicted. See `caveman-engine store --help`.")
+
+
+def _compress_sections():
+    from . import registry
+
+    types = [(e.type, ("" if e.detected else "[--type only] ") + e.description)
+             for e in registry.entries()]
+    report = [
+        ("content_type", "the detected type, or --type verbatim"),
+        ("tokens_before", "o200k_base tokens of the input"),
+        ("tokens_after", "tokens of what was written to stdout"),
+        ("token_count_basis", "o200k_base (approx-chars/4 if the vocabulary could not load)"),
+        ("ratio", "(before - after) / before; 0 on a pass-through"),
+        ("basis", "always inferred: a local count, not the provider's"),
+        ("recovery_handle", "ccr_… handle of the original (only when rewritten)"),
+        ("method", "the transform used (only when rewritten)"),
+        ("lossless_to_model", "true only for toon (only when rewritten)"),
+        ("error", "cave_ccr_budget_exceeded / cave_ccr_unavailable: the store could not keep "
+                  "the original, so the input passed through (still exit 0)"),
+    ]
+    return [
+        ("Content types", types),
+        ("The report (one JSON line on stderr, fields in this order)", report),
+        ("The recovery store", _store_location()),
+        ("Exit codes", "0 output written (rewritten or passed through), 1 error (unreadable "
+                       "input, store cannot open, output cannot be written), 2 usage error or "
+                       "an unknown --type with --strict."),
+        ("Examples", "\b\ncaveman-engine compress --type toolschema tools.json > small.json\n"
+                     "kubectl logs pod | caveman-engine compress -q | head"),
+    ]
+
+
+@cli.command(cls=SectionsCommand, sections=_compress_sections, context_settings=CONTEXT,
+             short_help="Compress FILE or stdin to stdout; report on stderr.")
 @click.option("--type", "content_type", metavar="TYPE", default=None,
-              help="Force a content type (e.g. toolschema); default: detect.")
-def compress(content_type: str | None) -> None:
-    """Compress stdin; original stored under the report's recovery_handle."""
+              help="Force a content type (see below); default: detect it.")
+@click.option("--strict", is_flag=True,
+              help=f"Exit 2 on an unknown --type instead of passing the input through "
+                   f"(also {STRICT_TYPES_ENV}=1).")
+@click.option("-q", "--quiet", is_flag=True, help="No report on stderr.")
+@click.option("--report", "report_path", metavar="FILE",
+              help="Write the report to FILE instead of stderr.")
+@click.argument("paths", nargs=-1, metavar="[FILE]")
+def compress(content_type: str | None, strict: bool, quiet: bool, report_path: str | None,
+             paths: tuple[str, ...]) -> None:
+    """Compress FILE (or stdin) to stdout, with a one-line JSON report on stderr.
+
+    The content type is detected unless --type names one. The output is written only when it
+    has fewer tokens than the input and its original was stored; otherwise the input passes
+    through unchanged. Either way the report says what happened.
+    """
     from .engine import Engine
 
-    data = read_stdin("compress")
+    path = _compress_path(paths)
+    _check_type(content_type, strict, quiet)
+    report_file = _open_report(report_path) if report_path else None
+    data = read_input("compress", path)
     store = open_store_or_fail()
     result = Engine(store).compress(data, content_type)
     if result.error is not None and not result.is_clean_passthrough(data):
         fail(f"compress: unsafe recovery failure result: {result.error_detail}")
     write_stdout(result.output)
-    sys.stderr.buffer.write(result.report() + b"\n")
-    sys.stderr.buffer.flush()
+    line = result.report() + b"\n"
+    if report_file is not None:
+        try:
+            with report_file:
+                report_file.write(line)
+        except OSError as exc:
+            fail(f"compress: write report {report_path}: {exc.strerror or exc}")
+    elif not quiet:
+        sys.stderr.buffer.write(line)
+        sys.stderr.buffer.flush()
 
 
-@cli.command(context_settings={"ignore_unknown_options": True})
-@click.argument("ignored", nargs=-1, type=click.UNPROCESSED)
-def detect(ignored: tuple[str, ...]) -> None:
-    """Print the detected content type of stdin."""
-    from .detect import detect as _detect
+def _compress_path(paths: tuple[str, ...]) -> str | None:
+    """At most one FILE. A word that names no file keeps the reference's error."""
+    if not paths:
+        return None
+    first = paths[0]
+    if first != "-" and not os.path.exists(first):
+        fail(f"unknown compress flag: {first}")
+    if len(paths) > 1:
+        fail(f"unknown compress flag: {paths[1]}")
+    return first
 
-    write_stdout(_detect(read_stdin("detect")).encode() + b"\n")
+
+def _check_type(content_type: str | None, strict: bool, quiet: bool) -> None:
+    from . import registry
+
+    if content_type in (None, "", "auto"):
+        return
+    if registry.entry(content_type) is None:
+        hint = registry.closest(content_type)
+        message = f"compress: unknown content type: {content_type}" + (
+            f" (did you mean {hint}?)" if hint else "")
+        if strict or os.environ.get(STRICT_TYPES_ENV, "") == "1":
+            fail(message, 2)
+        if not quiet and sys.stderr.isatty():
+            warn(message + "; the input passes through")
+        return
+    if content_type in ("toolschema-safe", "toolschema-max"):
+        from .catalog import rules
+
+        try:
+            rules.select(os.environ.get(rules.ENV), strict_names=True)
+        except rules.UnknownRule as exc:
+            fail(f"compress: {rules.ENV}: {exc}", 2)
 
 
-@cli.command(context_settings={"ignore_unknown_options": True})
+def _open_report(path: str):
+    try:
+        return open(path, "wb")
+    except OSError as exc:
+        fail(f"compress: cannot write report {path}: {exc.strerror or exc}")
+
+
+@cli.command(context_settings={**CONTEXT, "ignore_unknown_options": True},
+             short_help="Print the content type of each FILE (or of stdin).")
+@click.argument("paths", nargs=-1, type=click.UNPROCESSED, metavar="[FILE]...")
+def detect(paths: tuple[str, ...]) -> None:
+    """Print the detected content type of FILE, or of stdin: json, terminal, diff, html,
+    tabular, code, log, search-result, config or text.
+
+    With several files, one FILE<TAB>type line each. `-` is stdin. Nothing is stored and the
+    tokenizer is not loaded, so it is fast enough to run once per file in a shell loop.
+
+    \b
+    Examples:
+      caveman-engine detect build.log
+      for f in *; do caveman-engine detect "$f"; done
+    """
+    from .launcher import run_detect
+
+    sys.exit(run_detect(list(paths)))
+
+
+@cli.command(context_settings={**CONTEXT, "ignore_unknown_options": True},
+             short_help="Print the exact original bytes behind a handle.")
+@click.option("-o", "--output", "output", metavar="FILE",
+              help="Write to FILE (replaced only once complete) instead of stdout.")
+@click.option("-q", "--quiet", is_flag=True, help="No warnings on stderr.")
 @click.argument("handle", required=False)
 @click.argument("query", required=False)
 @click.argument("ignored", nargs=-1, type=click.UNPROCESSED)
-def retrieve(handle: str | None, query: str | None, ignored: tuple[str, ...]) -> None:
-    """Print the exact original bytes behind HANDLE (or the part matching QUERY)."""
+def retrieve(output: str | None, quiet: bool, handle: str | None, query: str | None,
+             ignored: tuple[str, ...]) -> None:
+    """Print the exact original bytes behind HANDLE.
+
+    With a QUERY, print only the records, rows or paragraphs that match it (BM25), or the
+    whole original when that is not shorter.
+
+    \b
+    Examples:
+      caveman-engine retrieve ccr_94e45c3f85f7dbc65d3283ce8e196975 -o tools.json
+      caveman-engine retrieve ccr_94e45c3f85f7dbc65d3283ce8e196975 "timeout errors"
+    """
     from .engine import Engine
     from .store import StoreError
 
     if not handle:
         fail(RETRIEVE_USAGE)
+    ignored_arguments("retrieve", ignored, quiet)
     store = open_store_or_fail()
     try:
         data = Engine(store, counter=None).retrieve(handle, query)
     except StoreError as exc:
         fail(f"retrieve: {exc}")
-    write_stdout(data)
+    if output is not None:
+        write_file("retrieve", output, data)
+    else:
+        write_stdout(data)
 
 
-@cli.command(context_settings={"ignore_unknown_options": True})
+@cli.command(context_settings={**CONTEXT, "ignore_unknown_options": True},
+             short_help="Token accounting over everything stored.")
+@click.option("--format", "fmt", type=FORMAT, default="json", show_default=True,
+              help="json: the reference's indented JSON; text: a table.")
+@click.option("-q", "--quiet", is_flag=True, help="No warnings on stderr.")
 @click.argument("ignored", nargs=-1, type=click.UNPROCESSED)
-def stats(ignored: tuple[str, ...]) -> None:
-    """Print token accounting over the recovery store as JSON."""
+def stats(fmt: str, quiet: bool, ignored: tuple[str, ...]) -> None:
+    """Token accounting over every original in the recovery store: how many, tokens before
+    and after, per content type, and the bytes kept against the budget."""
     from .store import StoreError
 
+    ignored_arguments("stats", ignored, quiet)
     store = open_store_or_fail()
     try:
         summary = store.summary()
     except StoreError as exc:
         fail(f"stats: {exc}")
-    write_stdout(summary.to_json() + b"\n")
+    write_stdout(summary.to_json() + b"\n" if fmt == "json" else _stats_text(summary).encode())
 
 
-@cli.command(context_settings={"ignore_unknown_options": True})
+def _stats_text(summary) -> str:
+    rows = [("total", summary.totals)] + sorted(summary.by_content_type.items())
+    lines = [f"{'content type':<24}{'count':>8}{'before':>12}{'after':>12}{'saved':>8}"]
+    for name, b in rows:
+        lines.append(f"{name:<24}{b.count:>8}{b.tokens_before:>12}{b.tokens_after:>12}"
+                     f"{b.ratio:>8.1%}")
+    used = f"storage: {summary.storage_bytes} bytes"
+    if summary.max_storage_bytes:
+        used += f" of {summary.max_storage_bytes} ({summary.storage_bytes / summary.max_storage_bytes:.1%})"
+    if summary.storage_full:
+        used += ", full"
+    return "\n".join(lines + [used]) + "\n"
+
+
+@cli.command(context_settings={**CONTEXT, "ignore_unknown_options": True},
+             short_help="The capability manifest, or every registered type.")
 @click.option("--all", "show_all", is_flag=True,
-              help="List every registered type, including those outside the manifest.")
+              help="Every registered type, including those outside the manifest.")
+@click.option("--format", "fmt", type=FORMAT, default=None,
+              help="json or text; default: json for the manifest, text with --all.")
+@click.option("-q", "--quiet", is_flag=True, help="No warnings on stderr.")
 @click.argument("ignored", nargs=-1, type=click.UNPROCESSED)
-def registry(show_all: bool, ignored: tuple[str, ...]) -> None:
-    """Print the capability manifest (JSON), or with --all a table of every type."""
+def registry(show_all: bool, fmt: str | None, quiet: bool, ignored: tuple[str, ...]) -> None:
+    """Print the capability manifest: one line of JSON, identical to the reference engine's.
+
+    With --all, a table of every type we register (safety class, detected or --type only, in
+    the manifest or not, one-line description); --all --format json gives the same as a JSON
+    array.
+    """
+    from . import jsonio
     from . import registry as _registry
 
-    if show_all:
-        write_stdout(_registry.table().encode())
-        return
+    ignored_arguments("registry", ignored, quiet)
+    fmt = fmt or ("text" if show_all else "json")
     try:
-        write_stdout(_registry.manifest() + b"\n")
+        if fmt == "text":
+            text = _registry.table()
+            if not show_all:
+                keep = {e.type for e in _registry.entries() if e.manifest}
+                lines = text.splitlines(keepends=True)
+                text = lines[0] + "".join(ln for ln in lines[1:] if ln.split(" ", 1)[0] in keep)
+            write_stdout(text.encode())
+        elif show_all:
+            write_stdout(jsonio.dumps(_registry.listing(), sort_keys=False, indent=True) + b"\n")
+        else:
+            write_stdout(_registry.manifest() + b"\n")
     except _registry.RegistryError as exc:
         fail(f"registry: {exc}")
 
 
-@cli.command()
+@cli.command(context_settings=CONTEXT, short_help="Convert JSON to TOON and back.")
 @click.argument("verb", required=False)
-def toon(verb: str | None) -> None:
-    """Convert JSON to TOON (encode) or back (decode): stdin to stdout."""
-    if verb is None:
+@click.argument("path", required=False, metavar="[FILE]")
+def toon(verb: str | None, path: str | None) -> None:
+    """Convert JSON to TOON (encode) or TOON back to JSON (decode), FILE or stdin to stdout.
+
+    TOON writes uniform arrays of objects as a header and rows, which costs fewer tokens;
+    encode refuses (exit 1) anything it cannot round-trip exactly.
+
+    \b
+    Examples:
+      caveman-engine toon encode users.json > users.toon
+      caveman-engine toon decode users.toon
+    """
+    if verb not in ("encode", "decode"):
         fail(TOON_USAGE)
-    data = read_stdin("toon")
-    try:
-        from .compressors import toon as _toon
-    except ImportError:
-        fail("toon: not available in this build")
+    data = read_input("toon", path)
+    from .compressors import toon as _toon
+
     if verb == "encode":
         try:
             out = _toon.encode(data)
         except ValueError:
             fail("toon encode: not losslessly TOON-encodable (invalid JSON, or nested/non-uniform"
                  " shape); keep JSON")
-    elif verb == "decode":
+    else:
         try:
             out = _toon.decode(data)
         except ValueError:
             fail("toon decode: not valid TOON")
-    else:
-        fail(TOON_USAGE)
     write_stdout(out)
 
 

@@ -6,8 +6,8 @@ stderr and exit 1 instead of a success, and Ctrl-C ends in one line and exit 130
 traceback.
 
 `caveman-engine detect` is called once per file by shell pipelines, so its cold start matters:
-it ignores its arguments and needs neither click nor the store, so it is answered here without
-importing them. Every other command (and `detect --help`) goes to the click CLI.
+it needs neither click nor the store, so it is answered here without importing them. Every
+other command (and `detect --help`) goes to the click CLI.
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ def main() -> None:
 
 def _dispatch(args: list[str]) -> int:
     if args[:1] == ["detect"] and not {"-h", "--help"} & set(args[1:]):
-        return _detect()
+        return run_detect(args[1:])
     from .cli import main as cli_main
 
     cli_main()
@@ -78,17 +78,39 @@ def _exit_code(code) -> int:
     return 1
 
 
-def _detect() -> int:
-    from .detect import detect
-    from .limits import InputTooLarge, read_bounded
+DETECT_USAGE = ("usage: caveman-engine detect [FILE]...  "
+                "(no FILE given and stdin is a terminal; see --help)")
 
-    try:
-        data = read_bounded(sys.stdin.buffer)
-    except InputTooLarge as exc:
-        stdio.say(f"read stdin: {exc}")
-        return 1
-    except OSError as exc:
-        stdio.say(f"detect: read stdin: {exc.strerror or exc}")
-        return 1
-    sys.stdout.write(detect(data) + "\n")
-    return 0
+
+def run_detect(paths: list[str]) -> int:
+    """``detect [FILE]...``: one file (or stdin) prints its type; several print
+    ``FILE<TAB>type`` lines. An unreadable file is one error line; the others still print."""
+    from .detect import detect
+    from .limits import MAX_INPUT, InputTooLarge, read_bounded, read_path
+
+    for p in paths:
+        if p.startswith("-") and p != "-":
+            stdio.say(f"detect: unknown option: {p}")
+            return 2
+    if not paths:
+        if sys.stdin.isatty():
+            stdio.say(DETECT_USAGE)
+            return 2
+        paths = ["-"]
+    several = len(paths) > 1
+    code = 0
+    for p in paths:
+        try:
+            data = read_bounded(sys.stdin.buffer) if p == "-" else read_path(p)
+        except InputTooLarge as exc:
+            stdio.say(f"read stdin: {exc}" if p == "-" else
+                      f"detect: {p}: larger than {MAX_INPUT} bytes")
+            code = 1
+            continue
+        except OSError as exc:
+            where = "read stdin" if p == "-" else f"cannot read {p}"
+            stdio.say(f"detect: {where}: {exc.strerror or exc}")
+            code = 1
+            continue
+        sys.stdout.write(f"{p}\t{detect(data)}\n" if several else detect(data) + "\n")
+    return code

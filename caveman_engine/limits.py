@@ -22,3 +22,9 @@ def read_bounded(stream) -> bytes:
     if len(data) > MAX_INPUT:
         raise InputTooLarge()
     return data
+
+
+def read_path(path: str) -> bytes:
+    """A file's bytes, refusing more than MAX_INPUT. Raises InputTooLarge or OSError."""
+    with open(path, "rb") as f:
+        return read_bounded(f)

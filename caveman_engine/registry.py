@@ -154,3 +154,21 @@ def table() -> str:
             f"{'ready' if e.implemented else 'missing':<10}{e.description}"
         )
     return "\n".join(lines) + "\n"
+
+
+def listing() -> list[dict]:
+    """Every registered type as objects (``registry --all --format json``)."""
+    return [
+        {"type": e.type, "capability": e.capability, "safety_class": e.safety_class,
+         "segment_kinds": list(e.segment_kinds), "detected": e.detected,
+         "manifest": e.manifest, "implemented": e.implemented, "description": e.description}
+        for e in entries()
+    ]
+
+
+def closest(name: str) -> str | None:
+    """The registered type a mistyped ``name`` most likely meant."""
+    import difflib
+
+    found = difflib.get_close_matches(name, [e.type for e in entries()], n=1, cutoff=0.6)
+    return found[0] if found else None

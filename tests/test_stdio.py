@@ -233,8 +233,10 @@ def _wait_blocked_reading(pid: int, timeout: float = 20) -> None:
     pytest.fail("the process never blocked on its terminal")
 
 
-@pytest.mark.parametrize("args", [["detect"], ["compress"], ["toon", "encode"]])
+@pytest.mark.parametrize("args", [["detect", "-"], ["compress", "-"], ["toon", "encode", "-"]])
 def test_ctrl_c_while_waiting_on_a_terminal(env, args):
+    """`-` names stdin explicitly, so the command waits on the terminal (without a file
+    argument it would print its usage instead, see test_cli_habits)."""
     if not sys.platform.startswith("linux"):
         pytest.skip("reads /proc")
     master, slave = pty.openpty()
