@@ -127,8 +127,9 @@ def _verify_corpus(examples: int) -> list[str]:
         doc = envelope.load(path.read_bytes())
         report = verify.verify_docs(doc, safe.apply_tree(doc), examples=examples,
                                     mutants=20 if examples < 10 else 40)
-        problems += [f"{path.name}: {line}" for line in verify.format_report(report).splitlines()
-                     if line.startswith(("DIFFERENT", "untested"))]
+        if report.verdict != "same":
+            problems += [f"{path.name}: {report.verdict}: {line}"
+                         for line in verify.format_report(report).splitlines()]
     return problems
 
 
