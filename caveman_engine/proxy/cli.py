@@ -67,7 +67,7 @@ async def serve(cfg, engine, *, started=None) -> None:
     from .server import Proxy
 
     proxy = Proxy(cfg, engine)
-    runner = web.AppRunner(proxy.app(), access_log=None, handle_signals=False)
+    runner = proxy.runner()
     await runner.setup()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

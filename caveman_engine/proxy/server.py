@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import aiohttp
 from aiohttp import web
+from yarl import URL
 
 from . import catalog
 from .config import Config
@@ -147,6 +148,12 @@ class Proxy:
         if self._client is not None:
             await self._client.close()
 
+    def runner(self) -> web.AppRunner:
+        """An AppRunner for :meth:`app` that keeps request bodies as sent (no inbound
+        decompression) and logs no access lines."""
+        return web.AppRunner(self.app(), access_log=None, handle_signals=False,
+                             auto_decompress=False, shutdown_timeout=2)
+
     async def _live(self, request):
         return web.json_response({"status": "ok"})
 
@@ -227,7 +234,7 @@ class Proxy:
         last: BaseException | None = None
         for attempt in range(ATTEMPTS):
             try:
-                return await self._client.post(url, data=body, headers=headers,
+                return await self._client.post(URL(url, encoded=True), data=body, headers=headers,
                                                allow_redirects=False)
             except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
                 last = exc
@@ -335,6 +342,19 @@ class Proxy:
             resp.headers[k] = v
         scanner = UsageScanner(up.headers.get("content-type", ""),
                                up.headers.get("content-encoding", ""))
+        levers = [rw.lever] if rewritten is not None else []
+        observed = False
+
+        def observe() -> None:
+            # Before the client can see the end of the response: its next request of the
+            # session is then gated on this call's usage.
+            nonlocal observed
+            if not observed:
+                observed = True
+                self.ledger.observe(sid, levers, scanner.finish())
+
+        length = up.content_length
+        sent = 0
         upstream_broken = client_gone = False
         try:
             await resp.prepare(request)
@@ -348,13 +368,15 @@ class Proxy:
                 if not chunk:
                     break
                 scanner.feed(chunk)
+                sent += len(chunk)
+                if length is not None and sent >= length:
+                    observe()
                 await resp.write(chunk)
         except (ConnectionError, aiohttp.ClientConnectionResetError):
             client_gone = True
         finally:
             up.close() if (upstream_broken or client_gone) else up.release()
-            self.ledger.observe(sid, [rw.lever] if rewritten is not None else [],
-                                scanner.finish())
+            observe()
         if upstream_broken:
             # Headers are out: the only honest signal left is an unfinished response.
             if request.transport is not None:

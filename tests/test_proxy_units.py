@@ -1,0 +1,365 @@
+"""Unit tests of the proxy's parts: config normalisation, the tools span, the tripwire ledger,
+usage parsing and routing (proxy_spec §1, §2.3, §4, §6 items 15–23)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import uuid
+
+import pytest
+
+from caveman_engine.proxy import catalog, config
+from caveman_engine.proxy.ledger import Ledger, Usage, session_id
+from caveman_engine.proxy.server import match_route, trace_id, uuid7
+from caveman_engine.proxy.usage import UsageScanner
+
+STRIP = "toolschema-annotation-strip"
+
+# --------------------------------------------------------------------------- config (§6.23)
+
+
+def _load(tmp_path, yaml_text: str | None, env: dict | None = None, **kw) -> config.Config:
+    path = tmp_path / "caveman.yaml"
+    if yaml_text is not None:
+        path.write_text(yaml_text)
+    return config.load(str(path), env=env or {}, **kw)
+
+
+@pytest.mark.parametrize(
+    "yaml_text, level",
+    [
+        (None, "off"),
+        ("", "off"),
+        ("label: x\n", "off"),
+        ("toolschema_strip: aggressive\n", "off"),
+        ("toolschema_strip: Annotations\n", "off"),
+        ("toolschema_strip: ' annotations'\n", "off"),
+        ("toolschema_strip: ''\n", "off"),
+        ("toolschema_strip: true\n", "off"),
+        ("toolschema_strip: annotations\n", "annotations"),
+        ("toolschema_strip: toolschema\n", "toolschema"),
+        ("toolschema_strip: toolschema-safe\n", "toolschema-safe"),
+        ("toolschema_strip: toolschema-max\n", "toolschema-max"),
+        ("toolschema_strip: toolschema-MAX\n", "off"),
+    ],
+)
+def test_level_normalisation(tmp_path, yaml_text, level):
+    assert _load(tmp_path, yaml_text).level == level
+
+
+def test_env_overrides_yaml_when_not_blank(tmp_path):
+    y = "toolschema_strip: annotations\n"
+    assert _load(tmp_path, y, {"CAVEMAN_TOOLSCHEMA_STRIP": "off"}).level == "off"
+    assert _load(tmp_path, y, {"CAVEMAN_TOOLSCHEMA_STRIP": "  "}).level == "annotations"
+    assert _load(tmp_path, y, {"CAVEMAN_TOOLSCHEMA_STRIP": "bogus"}).level == "off"
+    assert _load(tmp_path, None, {"CAVEMAN_TOOLSCHEMA_STRIP": "toolschema-max"}).level == \
+        "toolschema-max"
+    # --level overrides both; unknown values are off
+    assert _load(tmp_path, y, {"CAVEMAN_TOOLSCHEMA_STRIP": "off"}, level="toolschema").level == \
+        "toolschema"
+    assert _load(tmp_path, y, level="max").level == "off"
+
+
+def test_label_and_providers(tmp_path):
+    c = _load(tmp_path, "label: team-a\nproviders:\n  anthropic:\n    base_url: http://127.0.0.1:9/\n"
+                        "  openai:\n    base_url: http://localhost:10\n  bedrock:\n    x: 1\n")
+    assert c.label == "team-a"
+    assert c.upstreams["anthropic"] == "http://127.0.0.1:9"
+    assert c.upstreams["openai"] == "http://localhost:10"
+    assert c.upstream_url("anthropic", "/v1/messages", "beta=true") == \
+        "http://127.0.0.1:9/v1/messages?beta=true"
+    assert _load(tmp_path, "label: a\n", {"CAVEMAN_LABEL": "b"}).label == "b"
+    d = config.load(str(tmp_path / "missing.yaml"), env={})
+    assert (d.label, d.host, d.port) == ("local", "127.0.0.1", 8787)
+    assert d.upstreams["anthropic"] == "https://api.anthropic.com"
+    assert d.upstreams["openai"] == "https://api.openai.com"
+
+
+@pytest.mark.parametrize("text", ["a: [1\n", "- just\n- a list\n", "providers: 3\n",
+                                  "providers:\n  openai:\n    base_url: ftp://x\n",
+                                  "listen: 0.0.0.0:8787\n", "upstream_timeout: soon\n"])
+def test_bad_config_is_an_error(tmp_path, text):
+    with pytest.raises(config.ConfigError):
+        _load(tmp_path, text)
+
+
+def test_config_file_location(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "caveman.yaml").write_text("toolschema_strip: annotations\n")
+    other = tmp_path / "other.yaml"
+    other.write_text("toolschema_strip: toolschema\n")
+    assert config.load(env={"CAVEMAN_HOME": str(home)}).level == "annotations"
+    assert config.load(env={"CAVEMAN_HOME": str(home), "CAVEMAN_CONFIG": str(other)}).level == \
+        "toolschema"
+    assert config.load(str(other), env={"CAVEMAN_HOME": str(home)}).level == "toolschema"
+
+
+@pytest.mark.parametrize("value, ok", [
+    ("127.0.0.1:8787", ("127.0.0.1", 8787)), ("127.0.0.2:0", ("127.0.0.2", 0)),
+    ("localhost:1", ("localhost", 1)), ("[::1]:8787", ("::1", 8787)),
+    ("0.0.0.0:8787", None), ("[::]:8787", None), (":8787", None), ("192.168.1.5:8787", None),
+    ("10.0.0.1:80", None), ("example.com:80", None), ("127.0.0.1", None),
+    ("127.0.0.1:99999", None),
+])
+def test_listen_loopback_only(value, ok):
+    if ok is None:
+        with pytest.raises(config.ConfigError):
+            config.parse_listen(value)
+    else:
+        assert config.parse_listen(value) == ok
+
+
+def test_timeout_from_env(tmp_path):
+    assert _load(tmp_path, "upstream_timeout: 5\n").upstream_timeout == 5.0
+    assert _load(tmp_path, None, {"CAVEMAN_PROXY_UPSTREAM_TIMEOUT": "0.25"}).upstream_timeout == 0.25
+
+
+# --------------------------------------------------------------------------- extraction (§6.21–22)
+
+TOOLS = b'[ {"name":"a","input_schema":{"type":"object","title":"A"}} ]'
+
+
+def test_extract_exact_span_and_splice():
+    body = b'{"model":"m", "messages":[{"role":"user","content":"tools"}],\n "tools" : ' + TOOLS + \
+        b' ,"stream":true}'
+    span, start, end = catalog.extract(body)
+    assert span == TOOLS
+    assert body[start:end] == TOOLS
+    out = catalog.splice(body, start, end, b"[]")
+    assert out == body[:start] + b"[]" + body[end:]
+
+
+def test_extract_first_tools_member_and_escaped_key():
+    body = b'{"\\u0074ools":' + TOOLS + b',"tools":[1]}'
+    assert catalog.extract(body)[0] == TOOLS
+    body = b'{"tools":{"a":1},"tools":' + TOOLS + b'}'
+    assert catalog.extract(body) is None  # the FIRST member decides
+
+
+@pytest.mark.parametrize("body", [
+    b'', b'[]', b'"tools"', b'{}', b'{"tool":[1]}', b'{"tools":null}', b'{"tools":{}}',
+    b'{"tools":"[]"}', b'{"messages":[{"tools":[1]}]}', b'{"tools":[1]', b'{"tools":[1]} x',
+    b'{"tools":[1],}', b'{"tools":[NaN]}', b'\xef\xbb\xbf{"tools":[1]}',
+    b'{"model":"m","tools":[{"name":"x"}]',
+])
+def test_not_extracted(body):
+    assert catalog.extract(body) is None
+
+
+def test_splice_refuses_invalid_replacement():
+    body = b'{"tools":[1]}'
+    assert catalog.splice(body, 9, 12, b"[1") is None
+    assert catalog.splice(body, 9, 12, b"") is None
+
+
+def test_extract_non_utf8_and_deep_bodies():
+    body = b'{"system":"caf\xe9 \xff","tools":[{"name":"x"}]}'
+    assert catalog.extract(body)[0] == b'[{"name":"x"}]'
+    deep = b'{"messages":' + b"[" * 5000 + b"]" * 5000 + b',"tools":[1]}'
+    assert catalog.extract(deep) in (None, (b"[1]", len(deep) - 5, len(deep) - 2))
+
+
+# --------------------------------------------------------------------------- ledger (§6.15–20)
+
+
+def _u(c: int) -> Usage:
+    return Usage(input_tokens=10, cache_read=5, cache_creation=c)
+
+
+def test_session_header_validation():
+    assert session_id(None) is None
+    assert session_id("") is None
+    assert session_id("   ") is None
+    assert session_id(" abc.DEF_1:2-3 ") == "abc.DEF_1:2-3"
+    assert session_id("a" * 256) == "a" * 256
+    assert session_id("a" * 257) is None
+    assert session_id("has space") is None
+    assert session_id("slash/no") is None
+
+
+def test_empty_session_is_never_tracked():
+    led = Ledger()
+    for _ in range(10):
+        led.observe(None, [STRIP], _u(1000))
+        led.observe("", [STRIP], _u(900_000))
+    assert len(led) == 0
+    assert led.frozen("") == [] and led.frozen(None) == []
+    assert led.allowed(None, STRIP)
+
+
+def test_three_strikes_freeze_only_the_active_lever():
+    led = Ledger()
+    for _ in range(4):
+        led.observe("s", [STRIP], _u(1000))
+    led.observe("s", [STRIP], _u(500_000))
+    assert led.allowed("s", STRIP)
+    led.observe("s", [STRIP], _u(500_000))
+    assert led.allowed("s", STRIP)
+    led.observe("s", [STRIP], _u(500_000))
+    assert led.frozen("s") == [STRIP]
+    assert led.allowed("s", "cache-breakpoint-plan")
+    for _ in range(50):
+        led.observe("s", [], _u(1000))
+    assert led.frozen("s") == [STRIP]  # no thaw
+    assert led.allowed("other", STRIP)
+    assert led.session("s").strikes == {STRIP: 3}
+
+
+def test_strikes_need_not_be_consecutive_and_spikes_stay_out_of_the_baseline():
+    led = Ledger()
+    led.observe("s", [STRIP], _u(1000))
+    for _ in range(3):
+        led.observe("s", [STRIP], _u(600_000))
+        led.observe("s", [STRIP], _u(1000))
+    s = led.session("s")
+    assert s.baseline_calls == 4 and s.baseline_sum == 4000
+    assert led.frozen("s") == [STRIP]
+
+
+def test_threshold_edges():
+    led = Ledger()
+    led.observe("s", [STRIP], _u(1000))
+    for _ in range(5):
+        led.observe("s", [STRIP], _u(50_000))  # exactly 50 000 never trips
+    assert led.session("s").strikes == {}
+    led2 = Ledger()
+    led2.observe("t", [STRIP], _u(400_000))
+    for _ in range(5):
+        led2.observe("t", [STRIP], _u(800_000))  # < 3 × a 400 000 mean... mean moves up too
+    assert led2.frozen("t") == []
+    led3 = Ledger()
+    led3.observe("u", [STRIP], _u(0))
+    for _ in range(3):
+        led3.observe("u", [STRIP], _u(50_001))  # any C > 50 000 against a zero mean
+    assert led3.frozen("u") == [STRIP]
+
+
+def test_lever_free_previous_call_and_first_call_never_strike():
+    led = Ledger()
+    led.observe("s", [STRIP], _u(900_000))  # first call: baseline, never anomalous
+    for _ in range(5):
+        led.observe("s", [], _u(1000))
+        led.observe("s", [STRIP], _u(900_000))  # previous call had no lever
+    assert led.session("s").strikes == {}
+    assert led.frozen("s") == []
+
+
+def test_lru_cap():
+    led = Ledger(max_sessions=1024)
+    led.observe("warm", [STRIP], _u(1000))
+    for _ in range(3):
+        led.observe("warm", [STRIP], _u(900_000))
+    led.observe("frozen-old", [STRIP], _u(1000))
+    for _ in range(3):
+        led.observe("frozen-old", [STRIP], _u(900_000))
+    assert led.frozen("frozen-old") == [STRIP]
+    for i in range(1100):
+        led.observe(f"churn{i}", [], _u(1))
+        if i % 100 == 0:
+            assert led.frozen("warm") == [STRIP]  # touching keeps it alive
+    assert len(led) == 1024
+    assert led.frozen("warm") == [STRIP]
+    assert led.session("frozen-old") is None
+    assert led.allowed("frozen-old", STRIP)  # eviction forgets the freeze
+    assert led.session("churn0") is None and led.session("churn1099") is not None
+
+
+def test_totals():
+    led = Ledger()
+    led.observe("s", [STRIP], Usage(100, 20, 3))
+    led.observe("s", [], Usage(50, 7, 4))
+    s = led.session("s")
+    assert (s.calls, s.input_total, s.cache_read_total, s.cache_creation_total) == (2, 150, 27, 7)
+    assert s.last == Usage(50, 7, 4)
+    assert s.previous_levers == frozenset()
+
+
+# --------------------------------------------------------------------------- usage (§4.3)
+
+
+def _scan(data: bytes, ctype="application/json", enc="", chunk=7) -> Usage:
+    s = UsageScanner(ctype, enc)
+    for i in range(0, len(data), chunk):
+        s.feed(data[i:i + chunk])
+    return s.finish()
+
+
+def test_usage_anthropic_json_and_sse():
+    doc = {"usage": {"input_tokens": 9, "cache_creation_input_tokens": 1234,
+                     "cache_read_input_tokens": 55}}
+    assert _scan(json.dumps(doc, indent=2).encode()) == Usage(9, 55, 1234)
+    doc = {"usage": {"input_tokens": 1, "cache_creation": {"ephemeral_5m_input_tokens": 10,
+                                                          "ephemeral_1h_input_tokens": 5}}}
+    assert _scan(json.dumps(doc).encode()).cache_creation == 15
+    sse = (b'event: message_start\r\ndata: {"type":"message_start","message":{"usage":'
+           b'{"input_tokens":3,"cache_creation_input_tokens":70000,"cache_read_input_tokens":1}}}'
+           b'\r\n\r\n: comment\n\nevent: message_delta\ndata: {"type":"message_delta","usage":'
+           b'{"output_tokens":5,"cache_creation_input_tokens":60000}}\n\n')
+    assert _scan(sse, "text/event-stream") == Usage(3, 1, 70000)
+    assert _scan(sse, "application/octet-stream") == Usage(3, 1, 70000)  # line fallback
+
+
+def test_usage_openai_shapes():
+    chat = {"usage": {"prompt_tokens": 8, "prompt_tokens_details": {"cached_tokens": 4,
+                                                                     "cache_write_tokens": 77}}}
+    assert _scan(json.dumps(chat).encode()) == Usage(8, 4, 77)
+    stream = (b'data: {"choices":[]}\n\ndata: {"choices":[],"usage":{"prompt_tokens":8,'
+              b'"prompt_tokens_details":{"cache_write_tokens":99}}}\n\ndata: [DONE]\n\n')
+    assert _scan(stream, "text/event-stream; charset=utf-8").cache_creation == 99
+    resp = (b'event: response.completed\ndata: {"type":"response.completed","response":{"usage":'
+            b'{"input_tokens":6,"input_tokens_details":{"cached_tokens":2,'
+            b'"cache_write_tokens":5}}}}\n\n')
+    assert _scan(resp, "text/event-stream") == Usage(6, 2, 5)
+    assert _scan(b'{"usage":{"cached_input_tokens":12}}').cache_read == 12
+
+
+def test_usage_encoded_capped_and_garbage(monkeypatch):
+    body = json.dumps({"usage": {"cache_creation_input_tokens": 4242}}).encode()
+    assert _scan(gzip.compress(body), enc="gzip").cache_creation == 4242
+    assert _scan(b"\x00garbage{", enc="gzip").cache_creation == 0
+    assert _scan(b"not json at all").cache_creation == 0
+    assert _scan(b'{"usage":{"cache_creation_input_tokens":"9"}}').cache_creation == 0
+    # over the side-buffer cap only the tail is kept: usage at the end still counts
+    monkeypatch.setenv("CAVE_USAGE_SCAN_MAX_BYTES", "1000")
+    big = b'data: {"pad":"' + b"x" * 5000 + b'"}\n\n' + \
+        b'data: {"usage":{"cache_creation_input_tokens":31}}\n\n'
+    assert _scan(big, "application/x-ndjson", chunk=300).cache_creation == 31
+    # SSE parsing is incremental: an over-long line is skipped, later lines still count
+    sse = b'data: {"pad":"' + b"y" * (1024 * 1024 + 10) + b'"}\n\n' + \
+        b'data: {"message":{"usage":{"cache_creation_input_tokens":8}}}\n\n'
+    assert _scan(sse, "text/event-stream", chunk=65536).cache_creation == 8
+
+
+# --------------------------------------------------------------------------- routes and ids
+
+
+@pytest.mark.parametrize("path, want", [
+    ("/v1/messages", ("anthropic", True, "/v1/messages")),
+    ("/anthropic/v1/messages", ("anthropic", True, "/v1/messages")),
+    ("/v1/messages/count_tokens", ("anthropic", False, "/v1/messages/count_tokens")),
+    ("/anthropic/v1/messages/count_tokens", ("anthropic", False, "/v1/messages/count_tokens")),
+    ("/v1/chat/completions", ("openai", True, "/v1/chat/completions")),
+    ("/openai/v1/chat/completions", ("openai", True, "/v1/chat/completions")),
+    ("/v1/responses", ("openai", True, "/v1/responses")),
+    ("/openai/v1/responses", ("openai", True, "/v1/responses")),
+    ("/v1/embeddings", ("openai", False, "/v1/embeddings")),
+    ("/gemini/v1beta/models/x:generateContent", ("gemini", False,
+                                                 "/v1beta/models/x:generateContent")),
+    ("/v1/messages/", None), ("/v1/message", None), ("/anthropic/v1/chat/completions", None),
+    ("/openai/v1/messages", None), ("/", None), ("/v1/models", None), ("/gemini/", None),
+    ("/v1/responses/resp_1", None),
+])
+def test_routes(path, want):
+    r = match_route(path)
+    assert (None if r is None else (r.provider, r.eligible, r.upstream_path)) == want
+
+
+def test_ids():
+    u = uuid.UUID(uuid7())
+    assert u.version == 7 and u.variant == uuid.RFC_4122
+    assert trace_id({"x-cave-trace-id": "a" * 32}) == "a" * 32
+    tp = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+    assert trace_id({"traceparent": tp}) == "0af7651916cd43dd8448eb211c80319c"
+    assert len(trace_id({"x-cave-trace-id": "short"})) == 32
