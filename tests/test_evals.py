@@ -577,7 +577,7 @@ def test_user_store_is_untouched(cli, store_dir, tmp_path):
     assert r.returncode == 0, r.stderr
     assert not home.exists()
     r = cli("evals", "run")
-    assert r.returncode == 0
+    assert r.returncode == 0, r.stderr
     assert not (store_dir / "ccr.db").exists()
     assert list(store_dir.iterdir()) == []
 
@@ -589,7 +589,7 @@ def test_existing_store_keeps_its_bytes(cli, store_dir):
     before = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in store_dir.iterdir()}
     assert "ccr.db" in before
     r = cli("evals", "run")
-    assert r.returncode == 0
+    assert r.returncode == 0, r.stderr
     after = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in store_dir.iterdir()
              if p.name in before}
     assert after == before
