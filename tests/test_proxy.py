@@ -4,6 +4,7 @@ records what it received and sent. Loopback only. (proxy_spec §2, §3, §5, §6
 
 from __future__ import annotations
 
+import functools
 import json
 import socket
 import sqlite3
@@ -103,12 +104,34 @@ def responses_tools() -> list[dict]:
 MESSAGES = [{"role": "user", "content": "Find the TODOs in src/ and file an issue."}]
 
 
+_BASE_CLIENTS: dict = {}
+
+
+def _base_client(kind: str):
+    """One SDK client per kind for the module (building one costs ~0.1 s); each test derives
+    its own with ``with_options(base_url=...)``, which shares the HTTP client."""
+    if kind not in _BASE_CLIENTS:
+        if kind == "anthropic":
+            _BASE_CLIENTS[kind] = anthropic.Anthropic(base_url="http://127.0.0.1:9",
+                                                      api_key="sk-ant-test", max_retries=0,
+                                                      timeout=30)
+        else:
+            _BASE_CLIENTS[kind] = openai.OpenAI(base_url="http://127.0.0.1:9/v1",
+                                                api_key="sk-test", max_retries=0, timeout=30)
+    return _BASE_CLIENTS[kind]
+
+
 class Clients:
     def __init__(self, base: str) -> None:
-        self.anthropic = anthropic.Anthropic(base_url=base, api_key="sk-ant-test", max_retries=0,
-                                             timeout=30)
-        self.openai = openai.OpenAI(base_url=base + "/v1", api_key="sk-test", max_retries=0,
-                                    timeout=30)
+        self.base = base
+
+    @functools.cached_property
+    def anthropic(self):
+        return _base_client("anthropic").with_options(base_url=self.base)
+
+    @functools.cached_property
+    def openai(self):
+        return _base_client("openai").with_options(base_url=self.base + "/v1")
 
     def call(self, shape: str, *, stream: bool = False, session: str | None = None,
              messages=None, tools=None) -> tuple[dict, bytes]:

@@ -1,0 +1,165 @@
+"""The real ``caveman-engine proxy`` console script as a subprocess, on a free loopback port,
+in front of the in-process fake upstream; the handle it returns is retrieved with the real
+``caveman-engine retrieve``."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+
+import anthropic
+import pytest
+
+from caveman_engine.proxy import catalog
+from tests.conftest import console_script
+from tests.fixtures.proxy.harness import Harness
+from tests.fixtures.proxy.rawhttp import post, request
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def upstream():
+    h = Harness(proxy=False).start()
+    yield h
+    h.stop()
+
+
+@pytest.fixture
+def env(tmp_path, rank_cache_dir):
+    e = dict(os.environ)
+    for k in ("CAVEMAN_TOOLSCHEMA_STRIP", "CAVEMAN_LABEL", "CAVEMAN_CONFIG",
+              "CAVEMAN_PROXY_LISTEN", "ANTHROPIC_API_KEY", "OPENAI_API_KEY"):
+        e.pop(k, None)
+    (tmp_path / "store").mkdir(mode=0o700)
+    e["CAVEMAN_CCR_DB"] = str(tmp_path / "store" / "ccr.db")
+    e["CAVEMAN_CACHE_DIR"] = str(rank_cache_dir)
+    e["CAVEMAN_HOME"] = str(tmp_path / "home")
+    return e
+
+
+class Running:
+    def __init__(self, args, env):
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.p = subprocess.Popen([console_script(), "proxy", "--listen", f"127.0.0.1:{self.port}",
+                                   *args], env=env, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if self.p.poll() is not None:
+                raise AssertionError(f"proxy exited: {self.p.stderr.read()!r}")
+            try:
+                if request(self.url + "/health/ready", method="GET", timeout=1).status == 200:
+                    return
+            except OSError:
+                time.sleep(0.05)
+        raise AssertionError("proxy did not start")
+
+    def stop(self) -> tuple[int, bytes]:
+        if self.p.poll() is None:
+            self.p.send_signal(signal.SIGTERM)
+        try:
+            _, err = self.p.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            _, err = self.p.communicate()
+        return self.p.returncode, err
+
+
+@pytest.fixture
+def run_proxy(env):
+    started = []
+
+    def start(*args, extra_env=None):
+        r = Running(list(args), {**env, **(extra_env or {})})
+        started.append(r)
+        return r
+
+    yield start
+    for r in started:
+        r.stop()
+
+
+TOOLS = [{"name": "grep", "description": "Search files.",
+          "input_schema": {"title": "GrepArgs", "type": "object", "$schema": "x",
+                           "properties": {"pattern": {"type": "string", "examples": ["a.*"]}},
+                           "required": ["pattern"]},
+          "cache_control": {"type": "ephemeral"}}]
+
+
+def test_console_script_end_to_end(tmp_path, upstream, run_proxy, env):
+    cfg = tmp_path / "caveman.yaml"
+    cfg.write_text(f"toolschema_strip: annotations\nlabel: e2e\nproviders:\n"
+                   f"  anthropic:\n    base_url: {upstream.upstream_url}\n"
+                   f"  openai:\n    base_url: {upstream.upstream_url}\n")
+    proxy = run_proxy("--config", str(cfg))
+    client = anthropic.Anthropic(base_url=proxy.url, api_key="sk-ant-test", max_retries=0)
+    raw = client.messages.with_raw_response.create(
+        model="claude-fake", max_tokens=8, tools=TOOLS,
+        messages=[{"role": "user", "content": "hi"}],
+        extra_headers={"x-cave-session": "e2e-1"})
+    assert raw.parse().content[0].text == "ok"
+    assert raw.http_response.content == upstream.fake.sent[-1].body
+    assert raw.headers["x-cave-optimization"] == "toolschema-annotation-strip"
+    assert raw.headers["x-cave-project"] == "e2e"
+    handle = raw.headers["x-caveman-toolschema-recovery-handle"]
+    sent = upstream.fake.received[-1].json()["tools"]
+    assert "title" not in sent[0]["input_schema"] and "$schema" not in sent[0]["input_schema"]
+    assert sent[0]["cache_control"] == {"type": "ephemeral"}
+
+    # `caveman-engine retrieve HANDLE` gives back the exact catalog bytes the SDK sent
+    got = subprocess.run([console_script(), "retrieve", handle], env=env, capture_output=True,
+                         timeout=60)
+    assert got.returncode == 0, got.stderr
+    direct = anthropic.Anthropic(base_url=upstream.upstream_url, api_key="k", max_retries=0)
+    direct.messages.create(model="claude-fake", max_tokens=8, tools=TOOLS,
+                           messages=[{"role": "user", "content": "hi"}])
+    assert got.stdout == catalog.extract(upstream.fake.received[-1].body)[0]
+
+    # OpenAI routes go to providers.openai.base_url; 404 for the rest
+    r = post(proxy.url + "/v1/chat/completions", b'{"model":"m","tools":[]}',
+             {"authorization": "Bearer sk"})
+    assert r.status == 200 and upstream.fake.received[-1].path == "/v1/chat/completions"
+    assert request(proxy.url + "/v2/x", b"{}").status == 404
+
+    code, err = proxy.stop()
+    assert code == 0, err
+    assert b"listening on http://127.0.0.1:" in err and b"level annotations" in err
+
+
+def test_level_flag_overrides_config_and_env(tmp_path, upstream, run_proxy):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"toolschema_strip: annotations\nproviders:\n"
+                   f"  anthropic:\n    base_url: {upstream.upstream_url}\n")
+    proxy = run_proxy("--config", str(cfg), "--level", "off",
+                      extra_env={"CAVEMAN_TOOLSCHEMA_STRIP": "toolschema-max"})
+    body = (b'{"model":"m","tools":[{"name":"x","input_schema":{"title":"T","type":"object"}}],'
+            b'"messages":[]}')
+    r = post(proxy.url + "/v1/messages", body)
+    assert r.status == 200 and upstream.fake.received[-1].body == body
+    assert r.header("x-cave-optimization") == "none"
+
+
+@pytest.mark.parametrize("args, text, message", [
+    (["--listen", "0.0.0.0:8787"], None, b"only loopback hosts"),
+    (["--listen", ":8787"], None, b"loopback"),
+    (["--listen", "192.168.0.10:8787"], None, b"only loopback hosts"),
+    ([], "toolschema_strip: [unclosed\n", b"invalid YAML"),
+    ([], "providers:\n  anthropic:\n    base_url: not-a-url\n", b"base_url"),
+])
+def test_configuration_errors_exit_1(tmp_path, env, args, text, message):
+    cfg = tmp_path / "bad.yaml"
+    cfg.write_text(text or "")
+    p = subprocess.run([console_script(), "proxy", "--config", str(cfg), *args], env=env,
+                       capture_output=True, timeout=60)
+    assert p.returncode == 1
+    assert message in p.stderr
+    assert p.stderr.count(b"\n") == 1 and p.stderr.startswith(b"caveman-engine proxy: ")
