@@ -379,3 +379,13 @@ def test_installed_bfcl_eval_package():
               for c in g}
     for cid in ("simple_python_38", "live_parallel_multiple_0-0-0"):
         assert mine[cid].catalog == theirs[cid].catalog and mine[cid].calls == theirs[cid].calls
+
+
+def test_runner_rewrite_is_what_compress_emits():
+    from caveman_engine.catalog.diff import run_compressor
+
+    runner = tools.Runner(list(tools.DEFAULT_TYPES), lexical.LexicalGrader())
+    for case in _by_id().values():
+        minified = json.dumps(case.catalog, ensure_ascii=False, separators=(",", ":")).encode()
+        for t in tools.DEFAULT_TYPES:
+            assert runner.rewrite(t, minified) == (run_compressor(t, minified) or minified), (case.id, t)

@@ -126,13 +126,23 @@ class Runner:
         return n
 
     def rewrite(self, content_type: str, minified: bytes) -> bytes:
-        from ..catalog.diff import run_compressor
+        """The catalog as ``compress --type`` emits it: the compressor's output when it differs
+        and has fewer tokens, else the input (``catalog.diff.run_compressor``'s gate, with this
+        runner's counter and a cache)."""
+        from .. import registry
+        from ..engine import call_compressor
 
         key = (content_type, minified)
         out = self._compressed.get(key)
         if out is None:
-            produced = run_compressor(content_type, minified)
-            out = self._compressed[key] = produced if produced is not None else minified
+            found = registry.compressor(content_type)
+            produced = call_compressor(found[0], minified) if found else None
+            out = minified
+            if produced is not None:
+                data = bytes(produced.data)
+                if data != minified and self.count(data) < self.count(minified):
+                    out = data
+            self._compressed[key] = out
         return out
 
     def run_dataset(self, name: str, cases: list) -> DatasetStats:
