@@ -11,6 +11,8 @@ from caveman_engine.catalog import envelope
 from caveman_engine.compressors import toolschema_safe
 from caveman_engine.tokens import make_counter
 
+from .conftest import count_tokens
+
 CORPUS = Path(__file__).parent / "corpus"
 
 CATALOG = [
@@ -44,6 +46,10 @@ def test_measure_table_sorted_by_cost(cli, catalog):
         expected.append(f"{n:<5}  {counts[n]:>8}  {100 * counts[n] / total:>9.1f}%")
     expected.append(f"total  {total:>8}  {100.0:>9.1f}%")
     expected.append(f"3 tools, {total} tokens (o200k_base)")
+    data = catalog.read_bytes()
+    minified = json.dumps(json.loads(data), separators=(",", ":"), ensure_ascii=False).encode()
+    expected.append(f"whole catalog: {count_tokens(data)} tokens as written, "
+                    f"{count_tokens(minified)} minified")
     assert r.stdout.decode() == "\n".join(expected) + "\n"
 
 
@@ -215,3 +221,42 @@ def test_diff_matches_compress(cli):
     changed = [a["name"] for a, b in zip(before, after) if a != envelope.load(envelope.dumps(b))]
     heads = [ln[6:] for ln in r.stdout.decode().splitlines() if ln.startswith("--- a/")]
     assert heads == changed and changed
+
+
+def test_measure_reports_savings_against_the_minified_catalog(cli):
+    """What the rewrite itself saves: against the minified catalog, not the pretty-printed
+    file (minifying is free)."""
+    import json as _json
+
+    from .conftest import count_tokens, CORPUS, count_tokens
+
+    path = CORPUS / "github.tools.json"
+    data = path.read_bytes()
+    minified = _json.dumps(_json.loads(data), separators=(",", ":"), ensure_ascii=False).encode()
+    rewritten = cli("compress", "--type", "toolschema-max", input=data).stdout
+    r = cli("measure", "--format", "json", "--type", "toolschema-max", str(path))
+    assert r.returncode == 0, r.stderr
+    whole = _json.loads(r.stdout)["catalog"]
+    assert whole["as_written"] == count_tokens(data)
+    assert whole["minified"] == count_tokens(minified)
+    assert whole["after"] == count_tokens(rewritten)
+    expected = (whole["minified"] - whole["after"]) / whole["minified"]
+    assert whole["saved_vs_minified"] == round(expected, 4)
+    text = cli("measure", "--type", "toolschema-max", str(path)).stdout.decode()
+    assert text.splitlines()[-1] == (
+        f"whole catalog: {whole['as_written']} tokens as written, {whole['minified']} minified, "
+        f"{whole['after']} after the rewrite: {100 * expected:.1f}% saved against minified")
+
+
+def test_diff_json_and_quiet(cli):
+    from .conftest import CORPUS
+
+    path = str(CORPUS / "time.tools.json")
+    text = cli("diff", "--type", "toolschema-safe", path)
+    r = cli("diff", "--type", "toolschema-safe", "--format", "json", "-q", path)
+    assert r.returncode == 0 and r.stderr == b""
+    doc = json.loads(r.stdout)
+    assert doc["type"] == "toolschema-safe" and doc["changed"] is True
+    assert (doc["tools_total"], doc["tools_changed"]) == (2, 2)
+    assert "".join(doc["hunks"]).encode() == text.stdout
+    assert text.stderr == b"diff: 2 of 2 tools would change\n"

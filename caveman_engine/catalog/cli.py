@@ -86,7 +86,16 @@ def _rule_options(f):
               help="Also show each tool after compress --type TYPE (e.g. toolschema-max).")
 @_rule_options
 def measure(source: str, fmt: str, content_type: str | None, rules, disabled) -> None:
-    """Token cost of each tool of a catalog (OpenAI, Anthropic, MCP), most expensive first."""
+    """Token cost of each tool of a catalog (OpenAI, Anthropic, MCP), most expensive first.
+
+    Each tool is counted as compact JSON, what a provider receives for it. The last line gives
+    the whole catalog as written and minified; with --type, also after the rewrite and what the
+    rewrite saves against the minified catalog (minifying alone is free).
+
+    \b
+    Example:
+      caveman-engine measure --type toolschema-max tools.json
+    """
     from . import measure as _m
 
     _rules_env("measure", rules, disabled)
@@ -109,6 +118,8 @@ def measure(source: str, fmt: str, content_type: str | None, rules, disabled) ->
             after = _m.measure_doc(after_doc, count).by_name()
         except envelope.CatalogError:
             _fail("measure", f"compress --type {content_type} does not return a catalog")
+    m.whole = _m.Whole(count.count(data), count.count(envelope.dumps(doc)),
+                       None if after is None else count.count(out if out is not None else data))
     if fmt == "json":
         _write(_m.render_json(m, after))
     else:
@@ -129,7 +140,16 @@ def measure(source: str, fmt: str, content_type: str | None, rules, disabled) ->
               help="Write the baseline from this catalog and exit 0.")
 @click.option("--format", "fmt", type=FORMATS, default="text")
 def check(source, baseline, max_increase, max_total, max_tool, update, fmt) -> None:
-    """CI gate: exit 1 when FILE's tokens exceed the budget against the baseline."""
+    """CI gate: exit 1 when FILE's tokens exceed the budget against the baseline.
+
+    The baseline is a JSON file of per-tool token counts written by --update-baseline; commit
+    it, then fail the build when the catalog grows by more than --max-increase, or when the
+    total or any tool passes an absolute cap. New, grown and removed tools are listed.
+
+    \b
+    Example:
+      caveman-engine check tools.json -b tools.baseline.json --max-increase 5%
+    """
     import json
 
     from . import check as _c
@@ -176,10 +196,23 @@ def check(source, baseline, max_increase, max_total, max_tool, update, fmt) -> N
 @click.option("--type", "content_type", required=True, metavar="TYPE",
               help="Content type compress would run (e.g. toolschema-safe).")
 @click.option("--exit-code", "exit_code", is_flag=True, help="Exit 1 when anything would change.")
+@click.option("--format", "fmt", type=FORMATS, default="text",
+              help="text: unified diffs; json: the same as one object.")
+@click.option("-q", "--quiet", is_flag=True, help="No summary line on stderr.")
 @click.argument("source", default="-", metavar="[FILE|-]")
 @_rule_options
-def diff(content_type: str, exit_code: bool, source: str, rules, disabled) -> None:
-    """Unified diff, per changed tool, of what compress --type TYPE would change."""
+def diff(content_type: str, exit_code: bool, fmt: str, quiet: bool, source: str, rules,
+         disabled) -> None:
+    """Unified diff, per changed tool, of what compress --type TYPE would change.
+
+    Each changed tool is shown as pretty-printed JSON before and after, so a reviewer sees
+    exactly which words and keywords a rewrite drops; a summary line goes to stderr. Nothing
+    is stored.
+
+    \b
+    Example:
+      caveman-engine diff --type toolschema-safe tools.json | less
+    """
     from . import diff as _d
 
     _rules_env("diff", rules, disabled)
@@ -188,9 +221,19 @@ def diff(content_type: str, exit_code: bool, source: str, rules, disabled) -> No
         res = _d.diff_bytes(content_type, data)
     except _d.UnknownType as exc:
         _fail("diff", str(exc))
-    for hunk in res.hunks:
-        _write(hunk)
-    if res.tools_total:
+    if fmt == "json":
+        import json
+
+        _write(json.dumps({"type": content_type, "changed": res.changed,
+                           "tools_total": res.tools_total, "tools_changed": res.tools_changed,
+                           "note": res.note, "hunks": res.hunks}, indent=2,
+                          ensure_ascii=False) + "\n")
+    else:
+        for hunk in res.hunks:
+            _write(hunk)
+    if quiet:
+        pass
+    elif res.tools_total:
         click.echo(f"diff: {res.tools_changed} of {res.tools_total} tools would change", err=True)
     elif res.note:
         click.echo(f"diff: {res.note}", err=True)

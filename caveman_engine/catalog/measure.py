@@ -16,9 +16,26 @@ from . import envelope
 
 
 @dataclass
+class Whole:
+    """The whole catalog: as written, minified, and after a rewrite (``None``: no rewrite asked)."""
+
+    as_written: int
+    minified: int
+    after: int | None = None
+
+    def saved(self) -> float | None:
+        """Share of the minified catalog's tokens the rewrite saves (what the rewrite itself
+        is worth: minifying alone is free)."""
+        if self.after is None or not self.minified:
+            return None
+        return (self.minified - self.after) / self.minified
+
+
+@dataclass
 class Measurement:
     tokenizer: str
     in_order: list[tuple[str, int]]  # (name, tokens) in catalog order
+    whole: Whole | None = None
 
     @property
     def tools(self) -> list[tuple[str, int]]:
@@ -84,6 +101,12 @@ def render_text(m: Measurement, after: dict[str, int] | None = None) -> str:
         lines.append(f"{'total':<{width}}  {total:>8}  {100.0 if total else 0.0:>9.1f}%  {at:>8}  "
                      f"{percent(total - at, total):>6.1f}%")
     lines.append(f"{len(m.tools)} tools, {total} tokens ({m.tokenizer})")
+    w = m.whole
+    if w is not None:
+        line = f"whole catalog: {w.as_written} tokens as written, {w.minified} minified"
+        if w.after is not None:
+            line += f", {w.after} after the rewrite: {100.0 * w.saved():.1f}% saved against minified"
+        lines.append(line)
     return "\n".join(lines) + "\n"
 
 
@@ -98,4 +121,10 @@ def render_json(m: Measurement, after: dict[str, int] | None = None) -> bytes:
     out: dict[str, Any] = {"tokenizer": m.tokenizer, "total": total, "tools": tools}
     if after is not None:
         out["total_after"] = sum(after.get(name, n) for name, n in m.tools)
+    w = m.whole
+    if w is not None:
+        out["catalog"] = {"as_written": w.as_written, "minified": w.minified}
+        if w.after is not None:
+            out["catalog"]["after"] = w.after
+            out["catalog"]["saved_vs_minified"] = round(w.saved(), 4)
     return envelope.dumps(out, indent=True) + b"\n"
