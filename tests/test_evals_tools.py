@@ -389,3 +389,18 @@ def test_runner_rewrite_is_what_compress_emits():
         minified = json.dumps(case.catalog, ensure_ascii=False, separators=(",", ":")).encode()
         for t in tools.DEFAULT_TYPES:
             assert runner.rewrite(t, minified) == (run_compressor(t, minified) or minified), (case.id, t)
+
+
+def test_progress_only_on_a_terminal(monkeypatch, capsys):
+    import sys
+
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: False, raising=False)
+    show, done = tools._progress()
+    assert show is None
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
+    show, done = tools._progress()
+    for i in range(1, 4):
+        show("simple", i, 3)
+    done()
+    err = capsys.readouterr().err
+    assert "evals tools: simple 1/3" in err and "simple 3/3" in err and "2/3" not in err
