@@ -404,3 +404,10 @@ def test_progress_only_on_a_terminal(monkeypatch, capsys):
     done()
     err = capsys.readouterr().err
     assert "evals tools: simple 1/3" in err and "simple 3/3" in err and "2/3" not in err
+
+
+def test_bfcl_names_without_the_package_say_what_to_install(monkeypatch):
+    monkeypatch.setattr(bfcl, "package_data_dir", lambda: None)
+    with pytest.raises(bfcl.DatasetError, match="bfcl-eval"):
+        bfcl.resolve("live_multiple")
+    assert len(bfcl.resolve(str(FIXTURES))) == 4  # bundled files need no package

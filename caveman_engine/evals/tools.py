@@ -288,7 +288,7 @@ def _progress():
     return show, done
 
 
-@click.command("tools")
+@click.command("tools", short_help="Does the model still pick the right tool after compression?")
 @click.argument("datasets", nargs=-1, metavar="[DATASET]...")
 @click.option("--type", "types", multiple=True, metavar="T",
               help=f"Content type to evaluate (repeatable; default {', '.join(DEFAULT_TYPES)}).")
@@ -301,13 +301,19 @@ def _progress():
 @click.option("--limit", type=click.IntRange(min=1), default=None, metavar="N",
               help="At most N cases per dataset.")
 def tools_command(datasets, types, grader, model, fmt, limit) -> None:
-    """Tool-choice benchmark: tokens saved, ground-truth call validity and top-1 tool choice,
-    original catalog against each compressed one.
+    """Tool-choice benchmark: per compression type, the tokens saved, the ground-truth calls
+    that still validate, and the grader's top-1 tool on the original and rewritten catalog.
 
     DATASET is a BFCL category (simple, multiple, parallel, parallel_multiple and their live_
     variants; bfcl for all eight; read from the installed bfcl-eval package), a BFCL data
     directory or question file, or a JSONL file of {"catalog", "query", "expected_tool"[,
-    "arguments"]}. Default: bfcl.
+    "arguments"]}. Default: bfcl. The llm grader reads CAVEMAN_EVALS_BASE_URL and
+    CAVEMAN_EVALS_API_KEY. Exit 1 when a rewrite changes a ground-truth call's validity.
+
+    \b
+    Examples:
+      caveman-engine evals tools bfcl --limit 50
+      caveman-engine evals tools cases.jsonl --type toolschema-max --format json
     """
     import os
 
