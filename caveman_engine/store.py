@@ -89,6 +89,12 @@ def budget_from_env() -> int:
 
 def default_path() -> str:
     """``CAVEMAN_CCR_DB`` verbatim, else ``<CAVEMAN_HOME or ~/.caveman>/ccr.db`` (created 0700)."""
+    return resolve_path(create=True)
+
+
+def resolve_path(*, create: bool = False) -> str:
+    """Where the store is: ``CAVEMAN_CCR_DB`` verbatim, else ``<CAVEMAN_HOME or
+    ~/.caveman>/ccr.db``. Only with ``create`` is that home directory made (0700)."""
     explicit = os.environ.get("CAVEMAN_CCR_DB", "")
     if explicit:
         return explicit
@@ -99,10 +105,11 @@ def default_path() -> str:
         except (RuntimeError, KeyError) as exc:
             raise StoreError(f"cannot resolve home directory: {exc}") from None
         home = str(user_home / ".caveman")
-    try:
-        _mkdir_all(home, 0o700)
-    except OSError as exc:
-        raise StoreError(f"cannot create ~/.caveman: {exc}") from None
+    if create:
+        try:
+            _mkdir_all(home, 0o700)
+        except OSError as exc:
+            raise StoreError(f"cannot create ~/.caveman: {exc}") from None
     return os.path.join(home, "ccr.db")
 
 
@@ -592,6 +599,143 @@ class Store:
             )
         return object_id
 
+    # -- management (``caveman-engine store``). Each is a plain SELECT or DELETE by key; what
+    # to keep or drop is decided in Python by a :class:`Selection`, the same for any backend.
+
+    @contextmanager
+    def _read(self, what: str):
+        """One read transaction: every SELECT inside sees the same snapshot."""
+        with self._lock:
+            c = self._conn
+            try:
+                c.execute("BEGIN")
+                yield c
+                c.execute("COMMIT")
+            except BaseException as exc:
+                if c.in_transaction:
+                    try:
+                        c.execute("ROLLBACK")
+                    except sqlite3.Error:
+                        pass
+                if isinstance(exc, sqlite3.Error):
+                    raise StoreError(f"{what}: {exc}") from None
+                raise
+
+    def _list(self, c) -> list[Entry]:
+        """Every stored original without its bytes: blobs, then typed objects."""
+        out = []
+        for key, created, ctype, comp, before, after, size, meta in c.execute(
+            "SELECT handle, created_at, content_type, compressor, tokens_before, tokens_after,"
+            " LENGTH(original), COALESCE(LENGTH(metadata), 0) FROM recoveries"
+            " ORDER BY created_at, handle"
+        ):
+            out.append(Entry("blob", key, ctype, created, size, size + meta, compressor=comp,
+                             tokens_before=before, tokens_after=after, metadata_size=meta))
+        for key, created, otype, chash, session, source, repo, version, deps, size in c.execute(
+            "SELECT object_id, created_at, object_type, content_hash, session_id, source,"
+            " repository_state, transform_version, dependencies_json, LENGTH(data)"
+            " FROM typed_objects ORDER BY created_at, object_id"
+        ):
+            fields = {"object_type": otype, "content_hash": chash, "session_id": session,
+                      "source": source, "repository_state": repo, "transform_version": version,
+                      "dependencies_json": deps}
+            out.append(Entry("object", key, otype, created, size, size + len(deps),
+                             object_fields=fields))
+        return out
+
+    def entries(self, selection: Selection | None = None) -> list[Entry]:
+        """The stored originals ``selection`` matches (all without one), oldest first."""
+        with self._read("ccr list") as c:
+            rows = self._list(c)
+        return [e for e in rows if selection is None or selection.matches(e)]
+
+    def read(self, entry: Entry) -> bytes | None:
+        """The exact bytes behind ``entry`` (None if it was deleted since it was listed)."""
+        try:
+            if entry.kind == "blob":
+                return self._fetch("SELECT original FROM recoveries WHERE handle = ?", entry.key)
+            return self._fetch("SELECT data FROM typed_objects WHERE object_id = ?", entry.key)
+        except NotFound:
+            return None
+
+    def read_metadata(self, entry: Entry) -> bytes | None:
+        """A blob's recovery metadata (None when it has none, or was deleted)."""
+        if entry.kind != "blob":
+            return None
+        try:
+            data = self._fetch(
+                "SELECT COALESCE(metadata, X'') FROM recoveries WHERE handle = ?", entry.key)
+        except NotFound:
+            return None
+        return data or None
+
+    def info(self) -> StoreInfo:
+        """Counts and bytes per type, budget use, oldest/newest entry, schema version."""
+        with self._read("ccr info") as c:
+            rows = self._list(c)
+            used = self._used()
+            version = int(c.execute("PRAGMA user_version").fetchone()[0])
+        return StoreInfo.build(self.path, rows, used, self.max_bytes, version)
+
+    def purge(self, selection: Selection, *, dry_run: bool = False,
+              only: set[tuple[str, str]] | None = None) -> PurgeResult:
+        """Delete the originals ``selection`` matches (and, given ``only``, whose (kind, key)
+        is in it: what the user confirmed), in one write transaction. The budget is what the
+        remaining rows hold, so it shrinks with them. Deleted bytes are overwritten with zeros
+        (``secure_delete``) and the WAL is truncated afterwards, where no reader prevents it."""
+        def chosen(rows):
+            return [e for e in rows if selection.matches(e)
+                    and (only is None or (e.kind, e.key) in only)]
+
+        if dry_run:
+            with self._read("ccr purge") as c:
+                used = self._used()
+                gone = chosen(self._list(c))
+            return PurgeResult(self.path, gone, used, used, dry_run=True)
+        with self._lock:
+            try:
+                previous = int(self._conn.execute("PRAGMA secure_delete").fetchone()[0])
+                self._conn.execute("PRAGMA secure_delete=1").fetchall()
+            except sqlite3.Error as exc:
+                raise StoreError(f"ccr purge: {exc}") from None
+            try:
+                with self._write("ccr purge") as c:
+                    before = self._used()
+                    gone = chosen(self._list(c))
+                    c.executemany("DELETE FROM recoveries WHERE handle = ?",
+                                  [(e.key,) for e in gone if e.kind == "blob"])
+                    c.executemany("DELETE FROM typed_objects WHERE object_id = ?",
+                                  [(e.key,) for e in gone if e.kind == "object"])
+                    after = self._used()
+            finally:
+                try:
+                    self._conn.execute(f"PRAGMA secure_delete={int(previous)}").fetchall()
+                except sqlite3.Error:
+                    pass
+            try:
+                self._checkpoint()
+            except sqlite3.Error:
+                pass  # deleted already; the next checkpoint clears the WAL
+        return PurgeResult(self.path, gone, before, after, dry_run=False)
+
+    def _checkpoint(self) -> bool:
+        """Copy the WAL into the database file and truncate it; False if a reader kept it."""
+        if self.path == MEMORY:
+            return True
+        row = self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        return row is None or row[0] == 0
+
+    def vacuum(self) -> bool:
+        """Give free pages back to the file system: checkpoint, VACUUM, checkpoint. Returns
+        False when another connection kept the WAL from being truncated."""
+        with self._lock:
+            try:
+                self._checkpoint()
+                self._conn.execute("VACUUM")
+                return self._checkpoint()
+            except sqlite3.Error as exc:
+                raise StoreError(f"ccr vacuum: {exc}") from None
+
 
 def _statements(sql: str) -> list[str]:
     """Split a migration file into statements (no semicolons inside our literals)."""
@@ -603,3 +747,405 @@ def open_store(path: str | None = None) -> Store:
     """The store at ``path``, or at the default location (``CAVEMAN_CCR_DB`` / ``CAVEMAN_HOME``
     / ``~/.caveman/ccr.db``), with the budget from ``CAVEMAN_CCR_MAX_BYTES``."""
     return Store(path)
+
+
+# --------------------------------------------------------------------------- management
+
+
+_TIME = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})[Tt ]([0-9]{2}):([0-9]{2}):([0-9]{2})"
+                   r"(?:\.([0-9]{1,9})[0-9]*)?([Zz]|[+-][0-9]{2}:[0-9]{2})")
+
+
+def parse_time(text: str) -> int | None:
+    """Nanoseconds since the epoch of an RFC 3339 ``created_at`` (any fraction width, any
+    offset); None when it is not one. String order is not time order within a second
+    (``…:00.5Z`` < ``…:00Z``), so ages are compared on this, never on the text."""
+    import datetime
+
+    m = _TIME.fullmatch(text.strip()) if isinstance(text, str) else None
+    if m is None:
+        return None
+    y, mo, d, h, mi, s = (int(g) for g in m.groups()[:6])
+    frac = int((m.group(7) or "0").ljust(9, "0"))
+    zone = m.group(8)
+    offset = 0 if zone in ("Z", "z") else (int(zone[1:3]) * 60 + int(zone[4:6])) * 60
+    if zone[0] == "-":
+        offset = -offset
+    try:
+        when = datetime.datetime(y, mo, d, h, mi, min(s, 59), tzinfo=datetime.timezone.utc)
+    except ValueError:
+        return None
+    return (int(when.timestamp()) + (s - min(s, 59)) - offset) * 1_000_000_000 + frac
+
+
+@dataclass
+class Entry:
+    """One stored original, without its bytes. ``content_type`` is a typed object's
+    ``object_type``; ``kept_bytes`` is what it counts against the budget."""
+
+    kind: str  # "blob" (recoveries) or "object" (typed_objects)
+    key: str  # handle or object id
+    content_type: str
+    created_at: str
+    size: int
+    kept_bytes: int
+    compressor: str | None = None
+    tokens_before: int | None = None
+    tokens_after: int | None = None
+    metadata_size: int = 0
+    object_fields: dict | None = None
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which originals a purge or an export applies to: those of one of ``types`` (any type
+    when empty) created before ``created_before_ns`` (any time when None). A ``created_at``
+    that cannot be read never counts as old."""
+
+    types: frozenset = frozenset()
+    created_before_ns: int | None = None
+
+    @property
+    def everything(self) -> bool:
+        return not self.types and self.created_before_ns is None
+
+    def matches(self, entry: Entry) -> bool:
+        if self.types and entry.content_type not in self.types:
+            return False
+        if self.created_before_ns is not None:
+            when = parse_time(entry.created_at)
+            if when is None or when >= self.created_before_ns:
+                return False
+        return True
+
+
+@dataclass
+class TypeCount:
+    count: int = 0
+    bytes: int = 0
+
+
+def _by_type(entries) -> dict[str, TypeCount]:
+    out: dict[str, TypeCount] = {}
+    for e in entries:
+        t = out.setdefault(e.content_type, TypeCount())
+        t.count += 1
+        t.bytes += e.kept_bytes
+    return dict(sorted(out.items()))
+
+
+@dataclass
+class StoreInfo:
+    path: str
+    schema_version: int
+    kept_bytes: int
+    max_bytes: int
+    blobs: dict[str, TypeCount]
+    objects: dict[str, TypeCount]
+    oldest: str | None
+    newest: str | None
+    undated: int
+
+    @classmethod
+    def build(cls, path, entries, kept, max_bytes, version) -> StoreInfo:
+        dated = [(parse_time(e.created_at), e.created_at) for e in entries]
+        times = sorted((t, text) for t, text in dated if t is not None)
+        return cls(path, version, kept, max_bytes,
+                   _by_type(e for e in entries if e.kind == "blob"),
+                   _by_type(e for e in entries if e.kind == "object"),
+                   times[0][1] if times else None, times[-1][1] if times else None,
+                   len(dated) - len(times))
+
+    @property
+    def count(self) -> int:
+        return sum(t.count for t in self.blobs.values()) + sum(
+            t.count for t in self.objects.values())
+
+
+@dataclass
+class PurgeResult:
+    path: str
+    entries: list[Entry]
+    kept_before: int
+    kept_after: int
+    dry_run: bool
+
+    @property
+    def count(self) -> int:
+        return len(self.entries)
+
+    @property
+    def bytes(self) -> int:
+        return sum(e.kept_bytes for e in self.entries)
+
+    @property
+    def by_type(self) -> dict[str, TypeCount]:
+        return _by_type(self.entries)
+
+
+def exists(path: str) -> bool:
+    """Whether a store is there (without opening or creating anything)."""
+    return path == MEMORY or os.path.lexists(path)
+
+
+def disk_usage(path: str) -> dict[str, int]:
+    """Bytes on disk of the database file and its sidecars (0 for missing ones)."""
+    out = {}
+    for name, suffix in (("db", ""), ("wal", "-wal"), ("shm", "-shm")):
+        size = 0
+        if path != MEMORY:
+            try:
+                st = os.lstat(path + suffix)
+                if stat.S_ISREG(st.st_mode):
+                    size = st.st_size
+            except OSError:
+                pass
+        out[name] = size
+    return out
+
+
+# --------------------------------------------------------------------------- export
+
+
+class ExportError(StoreError):
+    """An export refused (before writing anything) or failed."""
+
+
+@dataclass
+class ExportResult:
+    dest: str
+    archive: bool
+    count: int = 0
+    bytes: int = 0
+    mismatched: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+
+
+MANIFEST = "manifest.jsonl"
+
+
+def is_archive(dest: str) -> bool:
+    return dest.endswith((".tar", ".tar.gz", ".tgz"))
+
+
+def _file_names(entries: list[Entry]) -> list[tuple[str, str | None]]:
+    """(file, metadata file or None) per entry: the handle itself when it is a safe file name,
+    else ``obj_`` + a hash of the id (the manifest keeps the id)."""
+    used = {MANIFEST}
+    out = []
+    for e in entries:
+        name = e.key
+        if not _HANDLE_OK.fullmatch(name) or name.endswith(".metadata") or name in used:
+            name = "obj_" + hashlib.sha256(e.key.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+        used.add(name)
+        meta = None
+        if e.metadata_size:
+            meta = name + ".metadata"
+            used.add(meta)
+        out.append((name, meta))
+    return out
+
+
+def _manifest_line(e: Entry, name: str, meta: str | None, data: bytes, digest: str,
+                   matches: bool) -> bytes:
+    import json
+
+    row = {"handle": e.key, "kind": e.kind, "content_type": e.content_type,
+           "compressor": e.compressor, "tokens_before": e.tokens_before,
+           "tokens_after": e.tokens_after, "created_at": e.created_at, "size": len(data),
+           "sha256": digest, "file": name}
+    if meta:
+        row["metadata_file"] = meta
+    if e.object_fields is not None:
+        row["object"] = e.object_fields
+    if not matches:
+        row["hash_matches_handle"] = False
+    return json.dumps(row, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+
+
+def _hash_matches(e: Entry, data: bytes, digest: str) -> bool:
+    """A blob's handle is its content hash; a typed object carries ``sha256:<hex>``."""
+    if e.kind == "blob":
+        return handle_for(data) == e.key
+    return (e.object_fields or {}).get("content_hash") == "sha256:" + digest
+
+
+def export_originals(store: Store, dest: str, selection: Selection | None = None, *,
+                     force: bool = False, warn=lambda line: None) -> ExportResult:
+    """Write the selected originals to ``dest``: a directory (created 0700; one 0600 file per
+    original named by its handle, plus ``manifest.jsonl``), or a tar file when ``dest`` ends
+    in ``.tar``/``.tar.gz``/``.tgz`` (same layout inside, the archive 0600). Nothing existing
+    is replaced unless ``force``; the refusal happens before anything is written."""
+    entries = store.entries(selection)
+    names = _file_names(entries)
+    if is_archive(dest):
+        return _export_tar(store, dest, entries, names, force, warn)
+    return _export_dir(store, dest, entries, names, force, warn)
+
+
+def _originals(store, entries, names, result, warn):
+    """(entry, file, metadata file, data, metadata, manifest line) for each entry still there."""
+    for e, (name, meta_name) in zip(entries, names):
+        data = store.read(e)
+        if data is None:
+            result.skipped.append(e.key)
+            warn(f"export: {e.key} was deleted while exporting; skipped")
+            continue
+        meta = store.read_metadata(e) if meta_name else None
+        digest = hashlib.sha256(data).hexdigest()
+        ok = _hash_matches(e, data, digest)
+        if not ok:
+            result.mismatched.append(e.key)
+            warn(f"export: {e.key}: stored bytes do not match its hash; exported as stored")
+        result.count += 1
+        result.bytes += len(data)
+        yield (e, name, meta_name if meta else None, data, meta,
+               _manifest_line(e, name, meta_name if meta else None, data, digest, ok))
+
+
+def _open_new(path: str) -> int:
+    return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+                   | getattr(os, "O_CLOEXEC", 0), 0o600)
+
+
+def _write_fd(fd: int, data: bytes, mtime_ns: int | None) -> None:
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fchmod(fd, 0o600)
+        if mtime_ns is not None and os.utime in os.supports_fd:
+            os.utime(fd, ns=(mtime_ns, mtime_ns))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _export_dir(store, dest, entries, names, force, warn) -> ExportResult:
+    created = False
+    try:
+        st = os.stat(dest)
+    except FileNotFoundError:
+        try:
+            _mkdir_all(dest, 0o700)
+        except OSError as exc:
+            raise ExportError(f"export: cannot create {dest}: {exc.strerror or exc}") from None
+        created = True
+    except OSError as exc:
+        raise ExportError(f"export: {dest}: {exc.strerror or exc}") from None
+    else:
+        if not stat.S_ISDIR(st.st_mode):
+            raise ExportError(f"export: {dest} exists and is not a directory"
+                              " (name a .tar or .tar.gz file to write an archive)")
+        if st.st_mode & 0o077:
+            warn(f"export: {dest} is accessible to other users (mode "
+                 f"{stat.S_IMODE(st.st_mode):04o}); the exported originals are 0600")
+    wanted = [MANIFEST] + [n for pair in names for n in pair if n]
+    if not force and not created:
+        clash = [n for n in wanted if os.path.lexists(os.path.join(dest, n))]
+        if clash:
+            more = f" and {len(clash) - 1} more" if len(clash) > 1 else ""
+            raise ExportError(f"export: {os.path.join(dest, clash[0])} exists{more}"
+                              " (use --force to overwrite)")
+    result = ExportResult(dest, archive=False)
+    manifest = bytearray()
+    try:
+        for e, name, meta_name, data, meta, line in _originals(store, entries, names, result, warn):
+            when = parse_time(e.created_at)
+            _put_file(os.path.join(dest, name), data, when, force)
+            if meta_name:
+                _put_file(os.path.join(dest, meta_name), meta, when, force)
+            manifest += line
+        _put_file(os.path.join(dest, MANIFEST), bytes(manifest), None, force)
+        fd = os.open(dest, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        raise ExportError(f"export: {exc.filename or dest}: {exc.strerror or exc}") from None
+    return result
+
+
+def _put_file(path: str, data: bytes, mtime_ns: int | None, force: bool) -> None:
+    """A new 0600 file (never through a symlink); with ``force`` an existing one is replaced
+    by rename, so a symlink in its place is replaced, not followed."""
+    try:
+        _write_fd(_open_new(path), data, mtime_ns)
+        return
+    except FileExistsError:
+        if not force:
+            raise ExportError(f"export: {path} exists (use --force to overwrite)") from None
+    tmp = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.{os.getpid()}.tmp")
+    try:
+        _write_fd(_open_new(tmp), data, mtime_ns)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _export_tar(store, dest, entries, names, force, warn) -> ExportResult:
+    import io
+    import tarfile
+
+    if os.path.lexists(dest) and not force:
+        raise ExportError(f"export: {dest} exists (use --force to overwrite)")
+    if os.path.isdir(dest):
+        raise ExportError(f"export: {dest} is a directory")
+    tmp = os.path.join(os.path.dirname(os.path.abspath(dest)),
+                       f".{os.path.basename(dest)}.{os.getpid()}.tmp")
+    result = ExportResult(dest, archive=True)
+    now = time.time()
+
+    def member(name: str, data: bytes, when: int | None) -> tuple[tarfile.TarInfo, io.BytesIO]:
+        info = tarfile.TarInfo(name)
+        info.size = len(data)
+        info.mode = 0o600
+        info.mtime = when / 1e9 if when is not None else now
+        info.uname = info.gname = ""
+        return info, io.BytesIO(data)
+
+    ours = False
+    try:
+        fd = _open_new(tmp)
+        ours = True
+        with os.fdopen(fd, "wb") as raw:
+            with tarfile.open(fileobj=raw, mode="w:gz" if not dest.endswith(".tar") else "w",
+                              format=tarfile.PAX_FORMAT) as tar:
+                manifest = bytearray()
+                for e, name, meta_name, data, meta, line in _originals(
+                        store, entries, names, result, warn):
+                    when = parse_time(e.created_at)
+                    tar.addfile(*member(name, data, when))
+                    if meta_name:
+                        tar.addfile(*member(meta_name, meta, when))
+                    manifest += line
+                tar.addfile(*member(MANIFEST, bytes(manifest), None))
+            raw.flush()
+            os.fsync(raw.fileno())
+        if force:
+            os.replace(tmp, dest)
+            ours = False
+        else:
+            try:
+                os.link(tmp, dest)  # fails if dest appeared meanwhile: never replaced silently
+            except FileExistsError:
+                raise ExportError(f"export: {dest} exists (use --force to overwrite)") from None
+            except OSError:
+                if os.path.lexists(dest):
+                    raise ExportError(f"export: {dest} exists (use --force to overwrite)") from None
+                os.rename(tmp, dest)
+                ours = False
+    except OSError as exc:
+        raise ExportError(f"export: {exc.filename or dest}: {exc.strerror or exc}") from None
+    finally:
+        if ours:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+    return result
