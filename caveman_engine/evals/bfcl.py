@@ -1,7 +1,7 @@
 """Cases for ``evals tools``: the Berkeley Function Calling Leaderboard's own files, and a JSONL
 format for users' catalogs.
 
-BFCL (``pip install bfcl-eval``, Apache-2.0) ships its data inside the package:
+BFCL (``pip install --no-deps bfcl-eval``, Apache-2.0) ships its data inside the package:
 ``bfcl_eval/data/BFCL_v4_<category>.json`` (one JSON object a line: ``id``, ``question`` — a list
 of turns, each a list of chat messages — and ``function``, the functions offered) and
 ``bfcl_eval/data/possible_answer/BFCL_v4_<category>.json`` (``id`` and ``ground_truth``: a list of
@@ -364,8 +364,8 @@ def resolve(spec: str, limit: int | None = None) -> list[list[Case]]:
     if spec == "bfcl" or spec in CATEGORIES:
         data = package_data_dir()
         if data is None:
-            raise DatasetError("BFCL data needs the bfcl-eval package: "
-                               "pip install 'caveman-engine[evals]' (or pip install --no-deps bfcl-eval)")
+            raise DatasetError("BFCL data needs the bfcl-eval package (its data files only): "
+                               "pip install --no-deps bfcl-eval")
         return load_bfcl_dir(data, None if spec == "bfcl" else [spec], limit)
     raise DatasetError(f"unknown dataset {spec!r}: a BFCL category "
                        f"({', '.join(CATEGORIES)}, or bfcl for all), a directory or a file")
