@@ -16,8 +16,10 @@ the same count:
 * **large inputs** (or once the encoder exists) go to tiktoken's encoder, built from the same
   cache.
 
-Both give identical counts (a property test compares them). If the vocabulary cannot be loaded
-the engine counts ``approx-chars/4``: ``max(1, runes // 4)``, 0 for empty input.
+Both give identical counts (a property test compares them), whatever versions of ``regex``
+and tiktoken are installed: the character classes of the split pattern are pinned to shipped
+tables (``_unicode_classes``; see "The character classes, pinned" below). If the vocabulary
+cannot be loaded the engine counts ``approx-chars/4``: ``max(1, runes // 4)``, 0 for empty input.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import os
 import re
 import stat
 import struct
+import sys
 import tempfile
 import zlib
 from pathlib import Path
@@ -79,11 +82,271 @@ _PAT_STR = "|".join(
         r"""\s+""",
     ]
 )
-# For the `regex` module, \s / \S are spelled as the Unicode White_Space property they mean in
-# the Rust regex engine (the `regex` module's \s would also take U+001C..U+001F).
-_PY_PAT_STR = _PAT_STR.replace(r"\s", r"\p{White_Space}").replace(r"\S", r"\P{White_Space}")
 
-_MAGIC = b"CAVBPE01"
+# -- The character classes, pinned.
+#
+# \p{L}, \p{N}, \s and (?i:...) mean whatever the Unicode tables of the engine running the
+# pattern say, and those move with the installed versions: `regex` 2026.x (Unicode 17) takes
+# U+3D000 for a letter, tiktoken 0.14's Rust regex (Unicode 16) does not, so "\U0003d000/A" was
+# 3 tokens in Python and 4 in tiktoken. The classes are therefore pinned: `_unicode_classes`
+# ships each class of the pattern as explicit code point ranges (probed from tiktoken's encoder
+# by tools/gen_unicode_classes.py; a test checks them against the installed tiktoken), and
+#
+# * tiktoken's encoder runs `explicit_pattern(_PAT_STR)`, every class spelled out as ranges
+#   (its Rust regex compiles a class of ranges as fast as a \p{..}: same speed, ~10 ms more
+#   to build);
+# * the Python path keeps `regex`'s own \p{..} classes (an explicit class of hundreds of
+#   ranges is scanned linearly by `regex`: 20x slower) but only on characters whose classes
+#   it has checked against the shipped tables (`_Agreement`): ASCII once per process, other
+#   characters once each, as they first appear. A text holding a character where `regex`
+#   disagrees is split with each such character replaced by a stand-in of the same shipped
+#   classes (on which `regex` agrees); the pieces are then cut from the original text.
+#
+# Both paths thus split every text identically whatever `regex` or tiktoken is installed.
+# (`\s` is White_Space in both: `regex`'s own \s would also take U+001C..U+001F.)
+
+# Class name in `_unicode_classes` -> how the pattern spells it (also how it is probed).
+CLASS_SPELLINGS = {
+    "UPPER": r"[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]",
+    "LOWER": r"[\p{Ll}\p{Lm}\p{Lo}\p{M}]",
+    "LETTER_OR_NUMBER": r"[\p{L}\p{N}]",
+    "NUMBER": r"\p{N}",
+    "SPACE": r"\s",
+    **{f"FOLD_{c.upper()}": f"(?i:{c})" for c in "strevmld"},
+}
+_CONTRACTIONS = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)"
+
+
+def probe_tiktoken_classes() -> dict[str, list[tuple[int, int]]]:
+    """Each class of CLASS_SPELLINGS as the installed tiktoken's encoder reads it: inclusive
+    code point ranges. Probed with a byte-level encoder whose pattern is the class alone: the
+    pieces of the text of all scalar values are exactly its members."""
+    import tiktoken
+
+    ranks = {bytes([b]): b for b in range(256)}
+    every = "".join(map(chr, range(0xD800))) + "".join(map(chr, range(0xE000, 0x110000)))
+    out: dict[str, list[tuple[int, int]]] = {}
+    for name, spelling in CLASS_SPELLINGS.items():
+        enc = tiktoken.Encoding(f"probe-{name}", pat_str=spelling, mergeable_ranks=ranks,
+                                special_tokens={})
+        members = sorted(set(map(ord, bytes(enc.encode_ordinary(every)).decode())))
+        ranges: list[tuple[int, int]] = []
+        for c in members:
+            if ranges and ranges[-1][1] == c - 1:
+                ranges[-1] = (ranges[-1][0], c)
+            else:
+                ranges.append((c, c))
+        out[name] = ranges
+    return out
+
+
+def _flat(name: str):
+    """A shipped class as a flat sequence first, last, first, last, ... (inclusive ranges)."""
+    import array
+    import base64
+
+    from . import _unicode_classes as uc
+
+    flat = array.array("I")
+    flat.frombytes(base64.b64decode(getattr(uc, name)))
+    if sys.byteorder == "big":
+        flat.byteswap()
+    return flat
+
+
+def _ranges(name: str) -> list[tuple[int, int]]:
+    flat = _flat(name)
+    return list(zip(flat[::2], flat[1::2]))
+
+
+def _esc(c: int) -> str:
+    # Escapes both engines read alike (`regex` and Rust's regex-syntax).
+    if c < 0x80:
+        return f"\\x{c:02x}"
+    return f"\\u{c:04x}" if c < 0x10000 else f"\\U{c:08x}"
+
+
+def _class_body(ranges, drop: frozenset[int] = frozenset()) -> str:
+    parts = []
+    for lo, hi in ranges:
+        for c in sorted(d for d in drop if lo <= d <= hi):  # split the range around c
+            if lo < c:
+                parts.append((lo, c - 1))
+            lo = c + 1
+        if lo <= hi:
+            parts.append((lo, hi))
+    return "".join(_esc(lo) if lo == hi else f"{_esc(lo)}-{_esc(hi)}" for lo, hi in parts)
+
+
+_explicit_cache: dict[str, str] = {}
+
+
+def explicit_pattern(pat: str) -> str:
+    """``pat`` (the o200k pattern, with or without the DEL rule) with every Unicode class and
+    case-insensitive group replaced by the shipped explicit classes."""
+    done = _explicit_cache.get(pat)
+    if done is not None:
+        return done
+
+    def body(name: str) -> str:
+        return _class_body(_ranges(name))
+
+    space = _ranges("SPACE")
+    space_body = _class_body(space)
+    out = pat
+    for spelled, explicit in [
+        (_CONTRACTIONS, _contractions()),
+        (CLASS_SPELLINGS["UPPER"], f"[{body('UPPER')}]"),
+        (CLASS_SPELLINGS["LOWER"], f"[{body('LOWER')}]"),
+        (r"\p{L}\p{N}", body("LETTER_OR_NUMBER")),  # inside a negated class
+        (r"\p{N}", f"[{body('NUMBER')}]"),
+        (r"[^\S\r\n]", f"[{_class_body(space, frozenset((10, 13)))}]"),
+        (r"(?!\S)", f"(?![^{space_body}])"),
+        (r"[^\s", f"[^{space_body}"),
+        (r"\s+", f"[{space_body}]+"),
+    ]:
+        out = out.replace(spelled, explicit)
+    if re.search(r"\\[pPsS]|\(\?i", out):
+        raise ValueError("pattern has a class explicit_pattern does not know")
+    _explicit_cache[pat] = out
+    return out
+
+
+def _contractions() -> str:
+    fold = {c: f"[{_class_body(_ranges('FOLD_' + c.upper()))}]"
+            for c in "strevmld"}
+    alts = ("s", "t", "re", "ve", "m", "ll", "d")
+    return "(?:'(?:" + "|".join("".join(fold[c] for c in alt) for alt in alts) + "))"
+
+
+def python_pattern() -> str:
+    """What the Python path compiles: `regex`'s own property classes (checked per character
+    by `_Agreement`), the case-insensitive group pinned, whitespace spelled White_Space."""
+    return (
+        _PAT_STR.replace(_CONTRACTIONS, _contractions())
+        .replace(r"\s", r"\p{White_Space}")
+        .replace(r"\S", r"\P{White_Space}")
+    )
+
+
+# The property classes `python_pattern` leaves to `regex`, spelled for it.
+_PY_PROPERTIES = {
+    name: CLASS_SPELLINGS[name].replace(r"\s", r"\p{White_Space}")
+    for name in ("UPPER", "LOWER", "LETTER_OR_NUMBER", "NUMBER", "SPACE")
+}
+# Characters the pattern names literally: a stand-in must never be one of them.
+_LITERALS = frozenset(" \r\n/'\x7f")
+# Stand-in candidates, one per usual class combination (checked like any other character).
+_SEEDS = "".join(map(chr, range(128))) + "\u4e2d\u0301\u01c5\u02b0\u00aa\u00b2\u2160\u3000\u017f"
+_EXPLICIT = object()  # "split this text with the explicit pattern"
+
+
+class _Agreement:
+    """Which characters `regex`'s property classes put where the shipped tables do.
+
+    Process-wide; grows by the characters seen. Sets and dicts are only ever added to (atomic
+    under the GIL), so counters on several threads at worst repeat a check."""
+
+    def __init__(self) -> None:
+        import bisect
+
+        import regex
+
+        self._bisect = bisect.bisect_right
+        self._tables = {}
+        for name in CLASS_SPELLINGS:
+            flat = _flat(name)
+            self._tables[name] = (flat[::2].tolist(), flat[1::2].tolist())
+        self._native = {
+            name: regex.compile(spelling, flags=regex.V0)
+            for name, spelling in _PY_PROPERTIES.items()
+        }
+        self._non_ascii = regex.compile(r"[^\x00-\x7f]+", flags=regex.V0)
+        self.agree: set[str] = set()
+        self.subst: dict[int, str] = {}  # disagreeing character -> stand-in
+        self.no_stand_in: set[str] = set()
+        self.stand_in: dict[tuple[bool, ...], str] = {}
+        self.check(_SEEDS)
+        for ch in _SEEDS:
+            if ch in self.agree and ch not in _LITERALS:
+                self.stand_in.setdefault(self.signature(ch), ch)
+        self.ascii_ok = all(chr(c) in self.agree for c in range(128))
+
+    def _member(self, name: str, c: int) -> bool:
+        los, his = self._tables[name]
+        i = self._bisect(los, c) - 1
+        return i >= 0 and c <= his[i]
+
+    def signature(self, ch: str) -> tuple[bool, ...]:
+        c = ord(ch)
+        return tuple(self._member(name, c) for name in CLASS_SPELLINGS)
+
+    def check(self, chars: str) -> None:
+        """Classify ``chars`` (distinct, not yet checked)."""
+        bisect = self._bisect
+        differ: set[str] = set()
+        for name, pattern in self._native.items():
+            native = set(pattern.findall(chars))
+            los, his = self._tables[name]
+            for ch in chars:
+                c = ord(ch)
+                i = bisect(los, c) - 1
+                if (i >= 0 and c <= his[i]) != (ch in native):
+                    differ.add(ch)
+        for ch in chars:
+            if ch not in differ:
+                self.agree.add(ch)
+                continue
+            rep = None if ch in _LITERALS else self._find_stand_in(self.signature(ch))
+            if rep is None:
+                self.no_stand_in.add(ch)
+            else:
+                self.subst[ord(ch)] = rep
+
+    def _find_stand_in(self, sig: tuple[bool, ...]) -> str | None:
+        rep = self.stand_in.get(sig)
+        if rep is None:
+            for ch in list(self.agree):
+                if ch not in _LITERALS and self.signature(ch) == sig:
+                    rep = self.stand_in.setdefault(sig, ch)
+                    break
+        return rep
+
+    def plan(self, text: str):
+        """None: split ``text`` as it is. A translate table: split ``text.translate(table)``
+        and cut the pieces from ``text``. _EXPLICIT: split with the explicit pattern."""
+        if self.ascii_ok and text.isascii():
+            return None
+        # (`regex` gathers the non-ASCII runs 4x faster than set() hashes every character)
+        chars = set("".join(self._non_ascii.findall(text)) if self.ascii_ok else text)
+        agree = self.agree
+        if chars <= agree:
+            return None
+        new = chars - agree
+        unseen = [ch for ch in new if ord(ch) not in self.subst and ch not in self.no_stand_in]
+        if unseen:
+            self.check("".join(unseen))
+        new -= agree
+        if not new:
+            return None
+        if not new.isdisjoint(self.no_stand_in):
+            return _EXPLICIT
+        return self.subst
+
+
+_agreement: _Agreement | None = None
+
+
+def _get_agreement() -> _Agreement:
+    global _agreement
+    if _agreement is None:
+        _agreement = _Agreement()
+    return _agreement
+
+
+# The body is in native byte order: a cache written on a machine of the other order (a shared
+# home directory) must not validate, or every rank would be read wrong.
+_MAGIC = b"CAVBPE01" if sys.byteorder == "little" else b"CAVBPEB1"
 _HEADER = struct.Struct("<8s32s32sIII")  # magic, vocab sha256, body sha256, n, slots, keys_len
 _CACHE_NAME = "o200k_base.rankcache"
 
@@ -250,6 +513,7 @@ class O200kCounter(Counter):
         self._cache_dir = cache_dir
         self._table: RankTable | None = None
         self._pattern = None
+        self._agreement: _Agreement | None = None
         self._encoding = None
         self._memo: dict[str, int] = {}
 
@@ -264,8 +528,19 @@ class O200kCounter(Counter):
         if self._pattern is None:
             import regex
 
-            self._pattern = regex.compile(_PY_PAT_STR)
+            self._agreement = _get_agreement()
+            self._pattern = regex.compile(python_pattern(), flags=regex.V0)
         return self._pattern
+
+    def _pieces(self, text: str) -> list[str]:
+        """The pre-split pieces of ``text``, as tiktoken's encoder (explicit pattern) cuts it."""
+        pattern = self._split()
+        plan = self._agreement.plan(text)
+        if plan is None:
+            return pattern.findall(text)
+        if plan is _EXPLICIT:  # a character `regex` misreads and no stand-in: slow but exact
+            return _explicit_python_pattern().findall(text)
+        return [text[m.start() : m.end()] for m in pattern.finditer(text.translate(plan))]
 
     def encoding(self):
         """tiktoken's encoder for o200k_base, built offline from the rank cache."""
@@ -275,7 +550,7 @@ class O200kCounter(Counter):
             tokens = self._rank_table().tokens()
             self._encoding = tiktoken.Encoding(
                 VOCAB_NAME,
-                pat_str=_PAT_STR,
+                pat_str=explicit_pattern(_PAT_STR),
                 mergeable_ranks={tok: r for r, tok in enumerate(tokens)},
                 special_tokens={},
             )
@@ -309,7 +584,7 @@ class O200kCounter(Counter):
         rank = table.rank
         memo = self._memo
         total = 0
-        for piece in self._split().findall(text):
+        for piece in self._pieces(text):
             n = memo.get(piece)
             if n is None:
                 b = piece.encode()
@@ -333,6 +608,18 @@ class O200kCounter(Counter):
         if single is None:
             return _merge_count(piece, self._rank_table().rank)
         return len(single(piece))
+
+
+_explicit_compiled = None
+
+
+def _explicit_python_pattern():
+    global _explicit_compiled
+    if _explicit_compiled is None:
+        import regex
+
+        _explicit_compiled = regex.compile(explicit_pattern(_PAT_STR), flags=regex.V0)
+    return _explicit_compiled
 
 
 _DEL_RUN = re.compile("\x7f{2,}")

@@ -60,6 +60,118 @@ def test_python_counter_matches_tiktoken_on_any_text(counter, encoder, text):
     assert counter.count_small(text) == len(encoder.encode_ordinary(text))
 
 
+# -- Unicode versions: the classes are pinned (`_unicode_classes`), so both paths split alike
+# whatever `regex` (2026.x: Unicode 17) or tiktoken (0.14: Unicode 16) is installed.
+
+
+def _disagreement() -> list[str]:
+    """Characters the installed `regex` classes otherwise than the shipped tables."""
+    import regex
+
+    every = "".join(map(chr, range(0xD800))) + "".join(map(chr, range(0xE000, 0x110000)))
+    differ: set[str] = set()
+    for name, spelling in tokens._PY_PROPERTIES.items():
+        native = set(regex.findall(spelling, every))
+        shipped = {chr(c) for lo, hi in tokens._ranges(name) for c in range(lo, hi + 1)}
+        differ |= native ^ shipped
+    agreement = tokens._get_agreement()
+    agreement.check("".join(ch for ch in differ if ord(ch) not in agreement.subst
+                            and ch not in agreement.no_stand_in))
+    assert differ.isdisjoint(agreement.agree)
+    return sorted(differ)
+
+
+@pytest.fixture(scope="module")
+def disagreement(counter) -> list[str]:
+    return _disagreement()
+
+
+# Letters (or numbers, marks) in Unicode 17 that tiktoken 0.14's tables do not know.
+NEW_CODE_POINTS = ["\U0003d000", "\U000107bb", "\U00011de0", "\U00010ecb"]
+
+
+@pytest.mark.parametrize("ch", NEW_CODE_POINTS)
+@pytest.mark.parametrize("form", ["{c}/A", "a{c}b", "{c}", "A{c}{c}1", " {c}'s", "é{c} 12{c}\n"])
+def test_new_code_points_split_alike_on_both_paths(counter, encoder, ch, form):
+    text = form.format(c=ch)
+    n = len(encoder.encode_ordinary(text))
+    assert counter.count_small(text) == n
+    assert counter.count(text.encode()) == n
+
+
+def test_the_hypothesis_find_regression(counter, encoder):
+    assert counter.count_small("\U0003d000/A") == len(encoder.encode_ordinary("\U0003d000/A"))
+
+
+def test_large_input_with_new_code_points_counts_alike(tmp_path, counter, disagreement):
+    tmp_path.chmod(0o700)
+    text = gotext.decode((CORPUS / "zereight-gitlab.tools.json").read_bytes())
+    odd = (disagreement or NEW_CODE_POINTS)[:: max(1, len(disagreement) // 3000)]
+    text = "".join(text[i : i + 40] + odd[(i // 40) % len(odd)] for i in range(0, len(text), 40))
+    big = tokens.O200kCounter(tmp_path)
+    n = big.count(text.encode())
+    assert big._encoding is not None  # counted by tiktoken's encoder
+    assert counter.count_small(text) == n
+
+
+def test_every_disagreeing_character_has_a_stand_in(disagreement):
+    agreement = tokens._get_agreement()
+    assert agreement.ascii_ok
+    assert agreement.no_stand_in == set()
+    for ch in disagreement:
+        rep = agreement.subst[ord(ch)]
+        assert rep in agreement.agree and rep not in tokens._LITERALS
+        assert agreement.signature(rep) == agreement.signature(ch)
+
+
+def test_explicit_fallback_when_no_stand_in(counter, encoder, monkeypatch, disagreement):
+    """A character `regex` misreads with no stand-in of its classes: the text is split with
+    the explicit pattern (slow, exact)."""
+    agreement = tokens._get_agreement()
+    ch = (disagreement or NEW_CODE_POINTS)[0]
+    monkeypatch.setattr(agreement, "agree", agreement.agree - {ch})
+    monkeypatch.setattr(agreement, "subst", {k: v for k, v in agreement.subst.items()
+                                              if k != ord(ch)})
+    monkeypatch.setattr(agreement, "no_stand_in", agreement.no_stand_in | {ch})
+    text = f"x{ch}/A héllo {ch}{ch}'s 123{ch}"
+    assert agreement.plan(text) is tokens._EXPLICIT
+    assert counter.count_small(text) == len(encoder.encode_ordinary(text))
+
+
+def test_shipped_classes_are_the_installed_tiktokens():
+    """The shipped tables are what tiktoken's own \\p{..} classes say. If this fails after a
+    tiktoken upgrade, both paths still agree with each other (both run the shipped tables);
+    regenerate with tools/gen_unicode_classes.py to follow tiktoken's new Unicode version."""
+    probed = tokens.probe_tiktoken_classes()
+    assert list(probed) == list(tokens.CLASS_SPELLINGS)
+    for name, ranges in probed.items():
+        assert (name, tokens._ranges(name)) == (name, ranges)
+
+
+def test_explicit_pattern_is_the_spelled_pattern_for_tiktoken(counter, encoder):
+    """With the installed tiktoken, the explicit and the \\p{..} spellings split alike."""
+    import tiktoken
+
+    ranks = {tok: r for r, tok in enumerate(counter._rank_table().tokens())}
+    spelled = tiktoken.Encoding("spelled", pat_str=tokens._PAT_STR, mergeable_ranks=ranks,
+                                special_tokens={})
+    sample = "".join(f.read_text(errors="replace")[:3000] for f in _samples()[:40])
+    sample += "Don'T WE'LL ſ 'ſ 'S x\u2028 \u3000\n\r\n \t\x0b\x1c 12345 \u0301é Ǆǅ ʰ ²"
+    for text in [sample] + sample.split(" "):
+        assert spelled.encode_ordinary(text) == encoder.encode_ordinary(text)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.data())
+def test_python_counter_matches_tiktoken_with_new_code_points(counter, encoder, disagreement,
+                                                              data):
+    odd = (disagreement or NEW_CODE_POINTS)[:: max(1, len(disagreement) // 500)]
+    alphabet = st.one_of(st.sampled_from(odd),
+                         st.sampled_from(list(" \t\n\r'/sSdD0123aAé中\u0301\x7f\u3000")))
+    text = data.draw(st.text(alphabet=alphabet, max_size=60))
+    assert counter.count_small(text) == len(encoder.encode_ordinary(text))
+
+
 # -- U+007F (DEL): the reference cuts the text at every DEL and counts each DEL-free segment on
 # its own; the DEL itself costs nothing. The oracle below does exactly that, literally: split the
 # text, count each segment with an encoder built from the plain (DEL-unaware) split pattern.
@@ -70,7 +182,8 @@ def segment_encoder(counter):
     import tiktoken
 
     ranks = {tok: r for r, tok in enumerate(counter._rank_table().tokens())}
-    return tiktoken.Encoding("o200k_segments", pat_str=tokens._SEGMENT_PAT_STR,
+    return tiktoken.Encoding("o200k_segments",
+                             pat_str=tokens.explicit_pattern(tokens._SEGMENT_PAT_STR),
                              mergeable_ranks=ranks, special_tokens={})
 
 
@@ -275,6 +388,10 @@ def test_rank_table_rejects_other_vocabularies():
     blob[8] ^= 1  # vocabulary sha
     with pytest.raises(tokens.VocabularyError):
         tokens.RankTable(bytes(blob))
+    other = bytearray(tokens.build_rank_table([b"a", b"b", b"ab"]))
+    other[:8] = b"CAVBPEB1" if sys.byteorder == "little" else b"CAVBPE01"  # other byte order
+    with pytest.raises(tokens.VocabularyError):
+        tokens.RankTable(bytes(other))
 
 
 def test_no_network_whatever_tiktoken_cache_dir_says(tmp_path):
