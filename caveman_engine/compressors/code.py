@@ -20,7 +20,16 @@ Sniffing details the spec leaves open (all keyword tests use ASCII word boundari
   anywhere; or ``#include`` together with ``::``, ``namespace``, ``class`` or a header without
   ``.h`` (``<vector>``).
 * Within a family the first grammar that parses cleanly is used: C → C then C++;
-  TypeScript/JavaScript → JavaScript (with JSX), TypeScript, TSX.
+  TypeScript/JavaScript → JavaScript (with JSX), then — only when the text shows TypeScript's
+  own vocabulary — TypeScript, TSX. That vocabulary (``_TS_HINT``) is a declaration keyword
+  JavaScript lacks (``interface``/``type``/``enum``/``namespace``/``declare``/``abstract``/
+  ``readonly`` before a name) or an annotation with a primitive type (``: string``,
+  ``: number``, ``: boolean``, ``: void``, …; not ``: any``). Without it the file is read as
+  JavaScript only, so TypeScript that uses just class/generic/``any`` syntax (rxjs's
+  ``Observable.ts``: ``implements``, overloads, ``<T>``, ``: any``) fails to parse and passes
+  through, as in the reference (general/code__ts-rxjs-Observable.ts). The vectors pin the
+  outcome, not the reference's exact hint list: every TypeScript vector it compresses has
+  ``: string`` or ``: number``; the one it passes through has none of the hints above.
 """
 
 from __future__ import annotations
@@ -50,6 +59,10 @@ _CPP_WITH_INCLUDE = re.compile(
     rb"::|\bnamespace\b|\bclass\b|#[ \t]*include[ \t]*<[a-z_]+>"
 )
 _JS = re.compile(rb"\bfunction |=>|\bconst |\blet |\binterface |\bclass ")
+_TS_HINT = re.compile(
+    rb"\b(?:interface|type|enum|namespace|declare|abstract|readonly)[ \t]+[A-Za-z_$]"
+    rb"|:[ \t]*(?:string|number|boolean|void|unknown|never|bigint|symbol)\b"
+)
 
 # Per language: the grammars to try, the marker, and the query capturing function bodies.
 _JS_FUNCS = (
@@ -205,7 +218,10 @@ def compress(data: bytes) -> bytes | None:
     family = sniff(data)
     if family is None:
         return None
-    for name in _FAMILIES[family]:
+    names = _FAMILIES[family]
+    if family == "js" and not _TS_HINT.search(data):
+        names = ("javascript",)
+    for name in names:
         tree = _clean_parse(name, data)
         if tree is None:
             continue
