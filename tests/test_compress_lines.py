@@ -96,7 +96,7 @@ def test_log_logfmt_summary_and_short_runs() -> None:
     # 6 lines: user=u2 kept (first 2), u3..u7 elided (5 units) with a summary of what is
     # common to all of them; 'user' values share a prefix and cover 3..7 densely.
     assert (
-        "\u2026 5 lines elided (caveman): all level=info path=/api/v1/items status=200; "
+        "\u2026 5 lines elided (caveman): all level=info status=200 path=/api/v1/items; "
         "user: u3..u7 all 5 present \u2026"
     ) in out
 
