@@ -677,3 +677,18 @@ def test_tripwire_counts_upstream_errors_but_not_proxy_errors(harness):
     h.fake.push(Reply("drop"), Reply("drop"), Reply("drop"))
     assert post(h.proxy_url + "/v1/messages", body, hdr).status == 502
     assert h.proxy.ledger.session("e").calls == 2
+
+
+def test_large_body_rewritten_with_bounded_skipping(harness):
+    """A body over 4 MiB (messages before ``tools``) is skipped without decoding, off the event
+    loop; the rewrite and every other byte are as for a small one."""
+    h = harness("annotations")
+    msgs = b",".join(b'{"role":"user","content":[{"type":"text","text":"m%d \\"]}%s"}]}'
+                     % (i, b"w" * 800) for i in range(5_500))
+    tools = b'[{"name":"x","input_schema":{"title":"T","type":"object"}}]'
+    body = b'{"model":"m","messages":[' + msgs + b'],"tools":' + tools + b',"max_tokens":1}'
+    assert len(body) > 4 * 1024 * 1024
+    r = post(h.proxy_url + "/v1/messages", body)
+    assert r.status == 200 and r.header("x-cave-optimization") == STRIP
+    assert h.fake.received[-1].body == body.replace(tools, b'[{"name":"x","input_schema":'
+                                                           b'{"type":"object"}}]')

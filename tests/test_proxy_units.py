@@ -148,6 +148,24 @@ def test_not_extracted(body):
     assert catalog.extract(body) is None
 
 
+LEAN_BODIES = [
+    b'{"model":"m", "messages":[{"role":"user","content":"a \\" ] } [ {"}],\n "tools" : '
+    + TOOLS + b' ,"stream":true}',
+    b'{"n":-1.5e+3,"t":true,"f":false,"z":null,"s":"x\\\\","tools":' + TOOLS + b'}',
+    b'{"a":{"tools":[1]},"b":[[],{}],"tools":[{"d":"\\u0022]"}]}',
+    b'{"a":"\xe9\xff","tools":"[1]"}',
+    b'{"tools":[]}',
+]
+
+
+@pytest.mark.parametrize("body", LEAN_BODIES)
+def test_lean_skipper_finds_the_same_span(monkeypatch, body):
+    fast = catalog.extract(body)
+    monkeypatch.setattr(catalog, "DECODE_SKIP_MAX", 0)
+    assert catalog.extract(body) == fast
+    assert fast is None or fast[0].startswith(b"[")
+
+
 def test_splice_refuses_invalid_replacement():
     body = b'{"tools":[1]}'
     assert catalog.splice(body, 9, 12, b"[1") is None

@@ -5,9 +5,12 @@ The catalog is the value of the FIRST top-level member whose decoded key is ``to
 ``"\\u0074ools"`` counts), and only when that value is an array: its exact bytes, never
 re-encoded. Splicing replaces exactly that span; every other byte stays.
 
-Offsets: the body is decoded as Latin-1 (one character per byte) and walked with the standard
-library's C scanner (``JSONDecoder.raw_decode``), so offsets in the text are byte offsets and
-skipping a large ``messages`` value costs C time, not a Python loop per token.
+Offsets: the body is decoded as Latin-1 (one character per byte), so offsets in the text are
+byte offsets. Top-level values before ``tools`` are skipped with the standard library's C
+scanner (``JSONDecoder.raw_decode``) when the body is at most :data:`DECODE_SKIP_MAX` bytes
+(fast; the decoded value is dropped at once). Larger bodies are skipped with a scanner that
+builds nothing (a regex over strings and brackets), so memory per request stays about one copy
+of the body however many objects the messages hold.
 """
 
 from __future__ import annotations
@@ -19,6 +22,34 @@ from .. import jsonio
 
 _WS = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder()
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_STRUCT = re.compile(r'[\[\]{}"]')
+_SCALAR = re.compile(r'[^,}\] \t\n\r]+')
+DECODE_SKIP_MAX = 4 * 1024 * 1024
+
+
+def _skip_lean(text: str, pos: int) -> int:
+    """End offset of the (valid) JSON value at ``pos``, building no objects."""
+    c = text[pos]
+    if c == '"':
+        return _STRING.match(text, pos).end()
+    if c not in "[{":
+        return _SCALAR.match(text, pos).end()
+    depth = 0
+    search, smatch = _STRUCT.search, _STRING.match
+    while True:
+        m = search(text, pos)
+        c = text[m.start()]
+        if c == '"':
+            pos = smatch(text, m.start()).end()
+        elif c in "[{":
+            depth += 1
+            pos = m.end()
+        else:
+            depth -= 1
+            pos = m.end()
+            if depth == 0:
+                return pos
 
 
 def find_tools(body: bytes) -> tuple[int, int] | None:
@@ -37,6 +68,7 @@ def find_tools(body: bytes) -> tuple[int, int] | None:
     if text[pos : pos + 1] == "}":
         return None
     raw_decode = _DECODER.raw_decode
+    lean = len(body) > DECODE_SKIP_MAX
     try:
         while True:
             key, pos = raw_decode(text, pos)  # the key string (valid JSON: always a string)
@@ -47,9 +79,9 @@ def find_tools(body: bytes) -> tuple[int, int] | None:
             if key == "tools":
                 if text[vstart] != "[":
                     return None
-                _, vend = raw_decode(text, vstart)
+                vend = _skip_lean(text, vstart) if lean else raw_decode(text, vstart)[1]
                 return vstart, vend
-            _, pos = raw_decode(text, vstart)
+            pos = _skip_lean(text, vstart) if lean else raw_decode(text, vstart)[1]
             pos = ws(text, pos).end()
             c = text[pos]
             if c == "}":
@@ -57,7 +89,7 @@ def find_tools(body: bytes) -> tuple[int, int] | None:
             if c != ",":
                 return None
             pos = ws(text, pos + 1).end()
-    except (ValueError, IndexError, RecursionError):
+    except (ValueError, IndexError, RecursionError, AttributeError):
         return None  # deeper than the C scanner's recursion limit etc.: not extractable
 
 

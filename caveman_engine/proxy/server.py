@@ -35,6 +35,7 @@ log = logging.getLogger("caveman_engine.proxy")
 CHUNK = 32 * 1024
 DRAIN_4XX = 1024 * 1024
 ATTEMPTS = 3
+OFFLOOP_BYTES = 256 * 1024  # bodies above this are parsed in a worker thread
 RETRY_SLEEPS = (0.2, 0.4)
 
 ANTHROPIC_VERSION = "2023-06-01"
@@ -311,7 +312,8 @@ class Proxy:
         return await self._relay(request, up, rid, trace, extra, rewritten, sid)
 
     async def _rewrite(self, body: bytes):
-        found = catalog.extract(body)
+        big = len(body) > OFFLOOP_BYTES
+        found = await asyncio.to_thread(catalog.extract, body) if big else catalog.extract(body)
         if found is None:
             return body, None
         span, start, end = found
@@ -319,7 +321,10 @@ class Proxy:
         result = await rw.rewrite(span)
         if result is None:
             return body, None
-        spliced = catalog.splice(body, start, end, result.catalog)
+        if big:
+            spliced = await asyncio.to_thread(catalog.splice, body, start, end, result.catalog)
+        else:
+            spliced = catalog.splice(body, start, end, result.catalog)
         if spliced is None:
             log.warning("proxy: spliced body is not valid JSON; forwarding the original")
             return body, None
