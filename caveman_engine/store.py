@@ -1,4 +1,11 @@
-"""The recovery store (CCR): exact original bytes behind ``ccr_…`` handles, in SQLite.
+"""The recovery store (CCR): exact original bytes behind ``ccr_…`` handles.
+
+Two implementations of one interface (:class:`StoreBase`): :class:`Store`, a SQLite file (the
+default), and :class:`caveman_engine.store_pg.PgStore`, a PostgreSQL database a team shares.
+:func:`open_store` picks one from ``CAVEMAN_CCR_DB``: a ``postgresql://`` or ``postgres://`` URL
+selects PostgreSQL, anything else is a SQLite path. The shared types (errors, :class:`Summary`,
+:class:`Entry`, :class:`Selection`, …) live here; everything else in the engine (``compress``,
+``retrieve``, ``stats``, ``store …``, the MCP middleware, the proxy) uses only the interface.
 
 Same file, tables and columns as the reference engine (``ccr_spec.md``), so every Caveman tool
 can share ``~/.caveman/ccr.db``. Schema changes are the numbered SQL files of ``store/``,
@@ -15,6 +22,7 @@ at the cap new writes fail with :class:`BudgetExceeded` and nothing is ever evic
 
 from __future__ import annotations
 
+import abc
 import hashlib
 import os
 import re
@@ -25,7 +33,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import quote
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from . import resources
 
@@ -52,6 +60,40 @@ class NotFound(StoreError):
 class InvalidHandle(StoreError):
     def __init__(self) -> None:
         super().__init__("ccr: malformed recovery handle")
+
+
+_PG_SCHEMES = ("postgresql://", "postgres://")
+
+
+def is_postgres_url(path: str | None) -> bool:
+    """Whether ``path`` (``CAVEMAN_CCR_DB``) names a PostgreSQL server rather than a file."""
+    return isinstance(path, str) and path[:13].lower().startswith(_PG_SCHEMES)
+
+
+_SECRET_PARAMS = ("password", "sslpassword")
+
+
+def mask_url(url: str) -> str:
+    """``url`` fit to print: the password (in the authority or as a ``password=`` /
+    ``sslpassword=`` parameter) replaced by ``***``; never raises."""
+    try:
+        parts = urlsplit(url)
+        netloc = parts.netloc
+        if "@" in netloc:
+            userinfo, _, hosts = netloc.rpartition("@")
+            if ":" in userinfo:
+                userinfo = userinfo.split(":", 1)[0] + ":***"
+            netloc = f"{userinfo}@{hosts}"
+        query = parts.query
+        if query:
+            pairs = parse_qsl(query, keep_blank_values=True)
+            if any(k in _SECRET_PARAMS for k, _ in pairs):
+                query = urlencode([(k, "***" if k in _SECRET_PARAMS else v) for k, v in pairs],
+                                  safe="*/:")
+        return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+    except Exception:  # noqa: BLE001 - a mask must never fail
+        scheme = url.split("://", 1)[0] if "://" in url else "postgresql"
+        return f"{scheme}://***"
 
 
 def handle_for(original: bytes) -> str:
@@ -287,8 +329,99 @@ def _migrations() -> list[tuple[int, str, str]]:
     return out
 
 
-class Store:
-    """One SQLite connection, guarded by a lock; autocommit except for explicit transactions."""
+class StoreBase(abc.ABC):
+    """What the engine, the CLI, the MCP middleware and the proxy may use of a store.
+
+    ``path`` is what to show the user (a file path, ``:memory:``, or a URL with its password
+    masked); ``max_bytes`` the budget; ``is_local`` whether ``path`` is a file beside which
+    caches may live. Errors are :class:`StoreError` (one line, no credentials)."""
+
+    backend = "?"
+    is_local = True
+    path: str
+    max_bytes: int
+
+    @abc.abstractmethod
+    def put(self, original: bytes, *, content_type: str, compressor: str, tokens_before: int,
+            tokens_after: int, metadata: bytes | None = None) -> str: ...
+
+    @abc.abstractmethod
+    def get(self, handle: str) -> bytes: ...
+
+    @abc.abstractmethod
+    def get_object_data(self, object_id: str) -> bytes: ...
+
+    @abc.abstractmethod
+    def get_metadata(self, handle: str) -> bytes | None: ...
+
+    @abc.abstractmethod
+    def summary(self) -> Summary: ...
+
+    @abc.abstractmethod
+    def put_object(self, data: bytes, *, object_type: str, session_id: str, source: str = "",
+                   repository_state: str = "", transform_version: str = "",
+                   object_id: str = "", dependencies: list[str] | None = None) -> str: ...
+
+    @abc.abstractmethod
+    def entries(self, selection: Selection | None = None) -> list[Entry]: ...
+
+    @abc.abstractmethod
+    def read(self, entry: Entry) -> bytes | None: ...
+
+    @abc.abstractmethod
+    def read_metadata(self, entry: Entry) -> bytes | None: ...
+
+    @abc.abstractmethod
+    def info(self) -> StoreInfo: ...
+
+    @abc.abstractmethod
+    def purge(self, selection: Selection, *, dry_run: bool = False,
+              only: set[tuple[str, str]] | None = None) -> PurgeResult: ...
+
+    @abc.abstractmethod
+    def vacuum(self) -> bool: ...
+
+    @abc.abstractmethod
+    def close(self) -> None: ...
+
+    @abc.abstractmethod
+    def disk_usage(self) -> dict[str, int]:
+        """Bytes the store takes where it lives (SQLite: file, -wal, -shm)."""
+
+    def retrieve(self, handle: str) -> bytes:
+        """Engine-level lookup (ccr_spec §9.2): blob or ``ccr_obj_`` id, then any typed id."""
+        try:
+            return self.get(handle)
+        except NotFound:
+            return self.get_object_data(handle)
+
+    OBJECT_TYPES = frozenset(
+        "FileObservation SearchResult CommandResult TestResult BuildResult DiffSnapshot"
+        " TaskContract TaskDecision ExecutionState DocumentationExcerpt BrowserSnapshot"
+        " RepositoryMap EvidenceBundle".split()
+    )
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class Store(StoreBase):
+    """One SQLite connection, guarded by a lock; autocommit except for explicit transactions.
+
+    ``Store(url)`` with a PostgreSQL URL returns a :class:`~caveman_engine.store_pg.PgStore`
+    (so ``Engine(Store(os.environ["CAVEMAN_CCR_DB"]))`` works for either backend)."""
+
+    backend = "sqlite"
+
+    def __new__(cls, path: str | None = None, *args, **kwargs):
+        if cls is Store and is_postgres_url(path):
+            from .store_pg import PgStore
+
+            return PgStore(path, *args, **kwargs)
+        return super().__new__(cls)
 
     def __init__(self, path: str | None = None, *, max_bytes: int | None = None) -> None:
         path = default_path() if path is None else path
@@ -384,11 +517,8 @@ class Store:
         with self._lock:
             self._conn.close()
 
-    def __enter__(self) -> Store:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
+    def disk_usage(self) -> dict[str, int]:
+        return disk_usage(self.path)
 
     # -- accounting
 
@@ -513,13 +643,6 @@ class Store:
             raise NotFound()
         return None if row[0] else bytes(row[1])
 
-    def retrieve(self, handle: str) -> bytes:
-        """Engine-level lookup (ccr_spec §9.2): blob or ``ccr_obj_`` id, then any typed id."""
-        try:
-            return self.get(handle)
-        except NotFound:
-            return self.get_object_data(handle)
-
     def summary(self) -> Summary:
         with self._lock:
             try:
@@ -541,12 +664,6 @@ class Store:
         return Summary(totals, by_type, used, self.max_bytes)
 
     # -- typed objects (written by other Caveman tools; here for completeness and tests)
-
-    OBJECT_TYPES = frozenset(
-        "FileObservation SearchResult CommandResult TestResult BuildResult DiffSnapshot"
-        " TaskContract TaskDecision ExecutionState DocumentationExcerpt BrowserSnapshot"
-        " RepositoryMap EvidenceBundle".split()
-    )
 
     def put_object(
         self,
@@ -743,9 +860,22 @@ def _statements(sql: str) -> list[str]:
     return [s.strip() for s in body.split(";") if s.strip()]
 
 
-def open_store(path: str | None = None) -> Store:
+def open_store(path: str | None = None, *, pooled: bool | None = None) -> StoreBase:
     """The store at ``path``, or at the default location (``CAVEMAN_CCR_DB`` / ``CAVEMAN_HOME``
-    / ``~/.caveman/ccr.db``), with the budget from ``CAVEMAN_CCR_MAX_BYTES``."""
+    / ``~/.caveman/ccr.db``), with the budget from ``CAVEMAN_CCR_MAX_BYTES``.
+
+    A ``postgresql://`` / ``postgres://`` URL opens a :class:`~caveman_engine.store_pg.PgStore`:
+    the URL is checked here (a malformed one raises :class:`StoreError`), the server is first
+    contacted by the first read or write. ``pooled``: True, a connection pool from the start;
+    False, one connection; None (default), one connection until two threads want it at once,
+    then a pool (the proxy and the MCP middleware). SQLite ignores it."""
+    if path is None:
+        explicit = os.environ.get("CAVEMAN_CCR_DB", "")
+        path = explicit if is_postgres_url(explicit) else default_path()
+    if is_postgres_url(path):
+        from .store_pg import PgStore
+
+        return PgStore(path, pooled=pooled)
     return Store(path)
 
 
@@ -884,8 +1014,9 @@ class PurgeResult:
 
 
 def exists(path: str) -> bool:
-    """Whether a store is there (without opening or creating anything)."""
-    return path == MEMORY or os.path.lexists(path)
+    """Whether a store is there (without opening or creating anything). A PostgreSQL URL
+    counts as there: its tables are created by the first command that connects."""
+    return path == MEMORY or is_postgres_url(path) or os.path.lexists(path)
 
 
 def disk_usage(path: str) -> dict[str, int]:
@@ -893,7 +1024,7 @@ def disk_usage(path: str) -> dict[str, int]:
     out = {}
     for name, suffix in (("db", ""), ("wal", "-wal"), ("shm", "-shm")):
         size = 0
-        if path != MEMORY:
+        if path != MEMORY and not is_postgres_url(path):
             try:
                 st = os.lstat(path + suffix)
                 if stat.S_ISREG(st.st_mode):
@@ -970,7 +1101,7 @@ def _hash_matches(e: Entry, data: bytes, digest: str) -> bool:
     return (e.object_fields or {}).get("content_hash") == "sha256:" + digest
 
 
-def export_originals(store: Store, dest: str, selection: Selection | None = None, *,
+def export_originals(store: StoreBase, dest: str, selection: Selection | None = None, *,
                      force: bool = False, warn=lambda line: None) -> ExportResult:
     """Write the selected originals to ``dest``: a directory (created 0700; one 0600 file per
     original named by its handle, plus ``manifest.jsonl``), or a tar file when ``dest`` ends

@@ -95,8 +95,12 @@ def _path() -> str:
 
 
 def _shown(path: str) -> str:
-    from .store import MEMORY
+    """The store as the user may see it: a file path made absolute, a PostgreSQL URL with its
+    password masked."""
+    from .store import MEMORY, is_postgres_url, mask_url
 
+    if is_postgres_url(path):
+        return mask_url(path)
     return path if path == MEMORY else os.path.abspath(path)
 
 
@@ -203,6 +207,8 @@ def info(fmt: str, quiet: bool) -> None:
     s = open_store_or_fail()
     try:
         i = s.info()
+        if not s.is_local:
+            disk = s.disk_usage()
     except StoreError as exc:
         fail(f"store info: {exc}")
     finally:
@@ -226,7 +232,8 @@ def info(fmt: str, quiet: bool) -> None:
     lines = [
         f"store      {shown}",
         f"on disk    {_human(on_disk)} (ccr.db {disk['db']}, -wal {disk['wal']}, "
-        f"-shm {disk['shm']} bytes)",
+        f"-shm {disk['shm']} bytes)" if s.is_local else
+        f"on server  {_human(on_disk)} (tables, indexes and TOAST)",
         f"schema     version {i.schema_version}",
         f"originals  {i.count} ({blobs} blobs, {objects} typed objects)",
     ]
@@ -273,12 +280,16 @@ def vacuum(fmt: str, quiet: bool) -> None:
     before = sum(disk_usage(path).values())
     s = open_store_or_fail()
     try:
+        if not s.is_local:
+            before = sum(s.disk_usage().values())
         complete = s.vacuum()
+        after = None if s.is_local else sum(s.disk_usage().values())
     except StoreError as exc:
         fail(f"store vacuum: {exc}")
     finally:
         s.close()
-    after = sum(disk_usage(path).values())
+    if after is None:
+        after = sum(disk_usage(path).values())
     if not complete:
         warn("store vacuum: another process is reading the store, so its write-ahead log "
              "(-wal) was not truncated; run vacuum again later", quiet)

@@ -1,0 +1,612 @@
+"""The recovery store on PostgreSQL: one database a whole team shares, behind the same
+``ccr_…`` handles as the SQLite store (``caveman_engine.store``; contract: ``ccr_spec.md``).
+
+Selected by ``CAVEMAN_CCR_DB=postgresql://…`` (or ``postgres://…``); the URL goes to libpq as
+it is, so every libpq parameter works in it (``sslmode``, ``sslrootcert``, ``connect_timeout``,
+``options``, several hosts, a Unix-socket directory as ``host``…).
+
+When the server is contacted. Opening checks the URL only (a malformed one is a
+:class:`StoreError` at once: ``cannot open recovery store: …``, exit 1); the first read or write
+connects and applies the migrations. So a server that is down, refuses the password, times out
+or drops the connection makes ``put`` fail like any store that cannot take the original:
+``compress`` passes its input through with ``"error":"cave_ccr_unavailable"``, exit 0.
+
+Bounded time. Unless the URL says otherwise: ``connect_timeout=5`` (seconds),
+``tcp_user_timeout=15000`` (ms, unacknowledged data on a dead link) and a server-side
+``statement_timeout`` of 15 s (set through ``options``; ``options=-c statement_timeout=…`` in
+the URL wins). A pool waits at most ``connect_timeout`` + 1 s for a free connection.
+
+Schema. The numbered files of ``store/pg/`` (same tables and columns as SQLite, BYTEA
+originals), each applied once and recorded in ``ccr_schema_migrations``, inside one
+transaction holding ``pg_advisory_xact_lock``: hosts that start at once wait for each other.
+Once applied, the store needs no DDL right (a runtime role with DML rights only works).
+
+Budget. ``ccr_usage`` holds one row with the bytes the originals use (ccr_spec §7.1), updated in
+the same transaction as every insert, update and delete. A writer locks that row
+(``SELECT … FOR UPDATE``) before it checks the budget and writes, so writers on any number of
+hosts are serialised at exactly that point and ``CAVEMAN_CCR_MAX_BYTES`` is never overshot.
+Puts that change nothing return before taking the lock. Nothing is ever evicted.
+
+Credentials never appear in what we print: :attr:`PgStore.path` is the URL with its password
+masked, and error texts are scrubbed of the password.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from contextlib import contextmanager
+
+from . import resources
+from .store import (
+    BudgetExceeded,
+    Bucket,
+    Entry,
+    NotFound,
+    PurgeResult,
+    Selection,
+    StoreBase,
+    StoreError,
+    StoreInfo,
+    Summary,
+    _statements,
+    budget_from_env,
+    check_handle,
+    handle_for,
+    mask_url,
+    rfc3339_nano,
+)
+
+DEFAULT_CONNECT_TIMEOUT = 5  # seconds
+DEFAULT_STATEMENT_TIMEOUT_MS = 15_000
+DEFAULT_TCP_USER_TIMEOUT_MS = 15_000
+DEFAULT_POOL_MAX = 8
+MIGRATION_LOCK = 0x63636D6967726174  # "ccmigrat": pg_advisory_xact_lock key for migrations
+MIGRATIONS_TABLE = "ccr_schema_migrations"
+
+_USED = (
+    "SELECT ((SELECT COALESCE(SUM(LENGTH(original) + COALESCE(LENGTH(metadata), 0)), 0)"
+    " FROM recoveries) + (SELECT COALESCE(SUM(LENGTH(data) + LENGTH(dependencies_json)), 0)"
+    " FROM typed_objects))::bigint"
+)
+_LOCK_USAGE = "SELECT used_bytes FROM ccr_usage WHERE id = 1 FOR UPDATE"
+_ADD_USAGE = "UPDATE ccr_usage SET used_bytes = used_bytes + %s WHERE id = 1"
+
+
+def pg_migrations() -> list[tuple[int, str, str]]:
+    out = []
+    for p in sorted((resources.migrations_dir() / "pg").glob("[0-9][0-9][0-9][0-9]_*.sql")):
+        out.append((int(p.name[:4]), p.stem, p.read_text(encoding="utf-8")))
+    return out
+
+
+def _import_psycopg():
+    try:
+        import psycopg
+    except ImportError:
+        raise StoreError(
+            "a postgresql:// store needs psycopg 3: pip install 'psycopg[binary]>=3.2' "
+            "psycopg-pool") from None
+    return psycopg
+
+
+def connection_params(url: str) -> dict[str, str]:
+    """libpq parameters for ``url``, with our defaults for what it leaves unset."""
+    psycopg = _import_psycopg()
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        params = {k: str(v) for k, v in conninfo_to_dict(url).items()}
+    except psycopg.Error as exc:
+        raise StoreError(
+            f'invalid PostgreSQL URL "{mask_url(url)}": {_one_line(str(exc), url)}') from None
+    params.setdefault("connect_timeout", str(DEFAULT_CONNECT_TIMEOUT))
+    params.setdefault("tcp_user_timeout", str(DEFAULT_TCP_USER_TIMEOUT_MS))
+    params.setdefault("application_name", "caveman-engine")
+    options = params.get("options", "")
+    if "statement_timeout" not in options:
+        params["options"] = (options + " " if options else "") + (
+            f"-c statement_timeout={DEFAULT_STATEMENT_TIMEOUT_MS}")
+    return params
+
+
+def _secrets(url: str) -> list[str]:
+    out = []
+    try:
+        from psycopg.conninfo import conninfo_to_dict
+
+        d = conninfo_to_dict(url)
+        out += [str(d[k]) for k in ("password", "sslpassword") if d.get(k)]
+    except Exception:  # noqa: BLE001
+        pass
+    from urllib.parse import unquote, urlsplit
+
+    try:
+        pw = urlsplit(url).password
+        if pw:
+            out += [pw, unquote(pw)]
+    except Exception:  # noqa: BLE001
+        pass
+    return [s for s in out if s]
+
+
+def _one_line(text: str, url: str = "") -> str:
+    """A server or libpq message on one line, without the password or the raw URL."""
+    for secret in sorted(_secrets(url), key=len, reverse=True) if url else []:
+        text = text.replace(secret, "***")
+    if url:
+        text = text.replace(url, mask_url(url))
+    return "; ".join(part.strip() for part in text.strip().splitlines() if part.strip())
+
+
+class PgStore(StoreBase):
+    """The recovery store in a PostgreSQL database. Thread-safe: one connection guarded by a
+    lock, or a connection pool (``pooled=True``, or on demand with ``pooled=None``)."""
+
+    backend = "postgresql"
+    is_local = False
+
+    def __init__(self, url: str, *, max_bytes: int | None = None,
+                 pooled: bool | None = None) -> None:
+        if max_bytes is None:
+            max_bytes = budget_from_env()
+        elif max_bytes <= 0:
+            raise StoreError("ccr max storage bytes must be positive")
+        self.max_bytes = max_bytes
+        self._url = url
+        self.path = mask_url(url)
+        self._params = connection_params(url)
+        self._pooled = pooled
+        self._lock = threading.Lock()  # guards the single connection
+        self._setup = threading.Lock()  # guards migration and pool creation
+        self._conn = None
+        self._pool = None
+        self._migrated = False
+        self._closed = False
+        if pooled:
+            self._make_pool()
+
+    # -- connections
+
+    def _connect(self):
+        psycopg = _import_psycopg()
+        return psycopg.connect(autocommit=True, **self._params)
+
+    def _make_pool(self):
+        with self._setup:
+            if self._pool is None:
+                try:
+                    from psycopg_pool import ConnectionPool
+                except ImportError:
+                    raise StoreError("a pooled postgresql:// store needs psycopg-pool: "
+                                     "pip install psycopg-pool") from None
+                from psycopg.conninfo import make_conninfo
+
+                size = _pool_max()
+                self._pool = ConnectionPool(
+                    make_conninfo("", **self._params), min_size=1, max_size=size,
+                    kwargs={"autocommit": True}, open=False,
+                    check=ConnectionPool.check_connection,
+                    timeout=float(self._params.get("connect_timeout") or DEFAULT_CONNECT_TIMEOUT)
+                    + 1.0,
+                    name="caveman-ccr",
+                )
+                self._pool.open(wait=False)
+            return self._pool
+
+    @contextmanager
+    def _connection(self):
+        """(connection, reused): a pooled connection, or the single one under its lock."""
+        if self._closed:
+            raise StoreError("ccr: store is closed")
+        pool = self._pool
+        if pool is None and not self._lock.acquire(blocking=False):
+            if self._pooled is None:  # two threads at once: a long-running process
+                pool = self._make_pool()
+            else:
+                self._lock.acquire()
+        if pool is not None:
+            with pool.connection() as conn:
+                yield conn, True
+            return
+        try:
+            reused = self._conn is not None and not self._conn.closed
+            if not reused:
+                self._conn = None
+                self._conn = self._connect()
+            try:
+                yield self._conn, reused
+            finally:
+                if self._conn is not None and (self._conn.broken or self._conn.closed):
+                    try:
+                        self._conn.close()
+                    finally:
+                        self._conn = None
+        finally:
+            self._lock.release()
+
+    def _run(self, what: str, fn):
+        """``fn(conn)`` on a migrated connection; psycopg errors become one-line
+        :class:`StoreError`; a reused connection the server dropped is retried once (every
+        write is idempotent: a put of the same bytes is a no-op or the same upsert)."""
+        psycopg = _import_psycopg()
+        for attempt in (1, 2):
+            conn, reused = None, False
+            try:
+                with self._connection() as (conn, reused):
+                    self._ensure_migrated(conn)
+                    return fn(conn)
+            except StoreError:
+                raise
+            except psycopg.Error as exc:
+                lost = conn is not None and (conn.broken or conn.closed)
+                if attempt == 1 and reused and lost:
+                    continue
+                raise StoreError(f"{what}: {self._clean(exc)}") from None
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _clean(self, exc: BaseException) -> str:
+        text = _one_line(str(exc), self._url) or type(exc).__name__
+        return text
+
+    def close(self) -> None:
+        self._closed = True
+        with self._lock:
+            if self._conn is not None:
+                try:
+                    self._conn.close()
+                except Exception:  # noqa: BLE001
+                    pass
+                self._conn = None
+        if self._pool is not None:
+            try:
+                self._pool.close(timeout=2.0)
+            except Exception:  # noqa: BLE001
+                pass
+            self._pool = None
+
+    # -- schema
+
+    def _ensure_migrated(self, conn) -> None:
+        if self._migrated:
+            return
+        with self._setup:
+            if self._migrated:
+                return
+            self._migrate(conn)
+            self._migrated = True
+
+    def _migrate(self, conn) -> None:
+        migrations = pg_migrations()
+        latest = migrations[-1][0] if migrations else 0
+        if self._schema_version(conn) >= latest:
+            return  # no lock and no DDL right needed once the schema is there
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+            conn.execute(
+                f"CREATE TABLE IF NOT EXISTS {MIGRATIONS_TABLE} (version INTEGER PRIMARY KEY,"
+                " name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())")
+            done = {r[0] for r in conn.execute(f"SELECT version FROM {MIGRATIONS_TABLE}")}
+            for number, name, sql in migrations:
+                if number in done:
+                    continue
+                for stmt in _statements(sql):
+                    conn.execute(stmt)
+                conn.execute(f"INSERT INTO {MIGRATIONS_TABLE} (version, name) VALUES (%s, %s)",
+                             (number, name))
+
+    @staticmethod
+    def _schema_version(conn) -> int:
+        row = conn.execute(f"SELECT to_regclass('{MIGRATIONS_TABLE}') IS NOT NULL").fetchone()
+        if not row[0]:
+            return 0
+        return int(conn.execute(
+            f"SELECT COALESCE(MAX(version), 0) FROM {MIGRATIONS_TABLE}").fetchone()[0])
+
+    # -- writes
+
+    def put(self, original: bytes, *, content_type: str, compressor: str, tokens_before: int,
+            tokens_after: int, metadata: bytes | None = None) -> str:
+        """Store ``original`` (upsert by content hash, ccr_spec §8.1); returns its handle."""
+        original = bytes(original)
+        handle = handle_for(original)
+        meta = bytes(metadata) if metadata else None
+        wanted = (content_type, compressor, tokens_before, tokens_after)
+        select = ("SELECT content_type, compressor, tokens_before, tokens_after, original = %s,"
+                  " metadata, (LENGTH(original) + COALESCE(LENGTH(metadata), 0))::bigint"
+                  " FROM recoveries WHERE handle = %s")
+
+        def unchanged(row) -> bool:
+            return (row is not None and tuple(row[:4]) == wanted and row[4] is True
+                    and (bytes(row[5]) if row[5] else None) == meta)
+
+        def work(conn):
+            if unchanged(conn.execute(select, (original, handle)).fetchone()):
+                return handle  # no write, no lock, no budget check
+            with conn.transaction():
+                used = self._lock_usage(conn)
+                row = conn.execute(select + " FOR UPDATE", (original, handle)).fetchone()
+                if unchanged(row):
+                    return handle
+                existing = int(row[6]) if row is not None else 0
+                if used - existing + len(original) + len(meta or b"") > self.max_bytes:
+                    raise BudgetExceeded()
+                now = rfc3339_nano()
+                if row is None:
+                    conn.execute(
+                        "INSERT INTO recoveries (handle, created_at, content_type, compressor,"
+                        " tokens_before, tokens_after, original, metadata)"
+                        " VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+                        (handle, now, content_type, compressor, tokens_before, tokens_after,
+                         original, meta))
+                    stored = len(original) + len(meta or b"")
+                else:
+                    ct, comp, before, after = content_type, compressor, tokens_before, tokens_after
+                    if tokens_before == 0 and row[2] > 0:  # keep measured accounting
+                        ct, comp, before, after = row[:4]
+                    old_meta = bytes(row[5]) if row[5] is not None else None
+                    kept = old_meta if old_meta else meta  # first writer wins
+                    conn.execute(
+                        "UPDATE recoveries SET created_at = %s, content_type = %s,"
+                        " compressor = %s, tokens_before = %s, tokens_after = %s,"
+                        " original = %s, metadata = %s WHERE handle = %s",
+                        (now, ct, comp, before, after, original, kept, handle))
+                    stored = len(original) + len(kept or b"")
+                conn.execute(_ADD_USAGE, (stored - existing,))
+            return handle
+
+        return self._run("ccr put", work)
+
+    @staticmethod
+    def _lock_usage(conn) -> int:
+        row = conn.execute(_LOCK_USAGE).fetchone()
+        if row is None:  # the row was deleted by hand: recreate it from the tables
+            conn.execute("INSERT INTO ccr_usage (id, used_bytes) VALUES (1, 0)"
+                         " ON CONFLICT (id) DO NOTHING")
+            conn.execute("UPDATE ccr_usage SET used_bytes = (" + _USED + ") WHERE id = 1")
+            row = conn.execute(_LOCK_USAGE).fetchone()
+        return int(row[0])
+
+    def put_object(self, data: bytes, *, object_type: str, session_id: str, source: str = "",
+                   repository_state: str = "", transform_version: str = "",
+                   object_id: str = "", dependencies: list[str] | None = None) -> str:
+        import hashlib
+
+        data = bytes(data)
+        if object_type not in self.OBJECT_TYPES:
+            raise StoreError(f'ccr: unknown object type "{object_type}"')
+        if not session_id.strip():
+            raise StoreError("ccr: typed object session_id is required")
+        content_hash = "sha256:" + hashlib.sha256(data).hexdigest()
+        if not object_id:
+            identity = "\x00".join(
+                [object_type, session_id, source, repository_state, content_hash]).encode()
+            object_id = "ccr_obj_" + hashlib.sha256(identity).digest()[:16].hex()
+        check_handle(object_id)
+        deps = json.dumps(dependencies, separators=(",", ":")) if dependencies else "null"
+        wanted = (object_type, content_hash, source, repository_state, session_id,
+                  transform_version, deps, data)
+        select = ("SELECT object_type, content_hash, source, repository_state, session_id,"
+                  " transform_version, dependencies_json, data FROM typed_objects"
+                  " WHERE object_id = %s")
+
+        def same(row) -> bool:
+            if tuple(row[:7]) != wanted[:7] or bytes(row[7]) != data:
+                raise StoreError("ccr: typed object id collision")
+            return True
+
+        def work(conn):
+            row = conn.execute(select, (object_id,)).fetchone()
+            if row is not None and same(row):
+                return object_id
+            with conn.transaction():
+                used = self._lock_usage(conn)
+                row = conn.execute(select, (object_id,)).fetchone()
+                if row is not None and same(row):
+                    return object_id
+                size = len(data) + len(deps)
+                if used + size > self.max_bytes:
+                    raise BudgetExceeded()
+                conn.execute(
+                    "INSERT INTO typed_objects (object_id, object_type, content_hash, source,"
+                    " created_at, repository_state, session_id, transform_version, currentness,"
+                    " lifecycle, dependencies_json, original_byte_length, stored_byte_length,"
+                    " data) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, 'current', 'hot', %s, %s,"
+                    " %s, %s)",
+                    (object_id, object_type, content_hash, source, rfc3339_nano(),
+                     repository_state, session_id, transform_version, deps, len(data),
+                     len(data), data))
+                conn.execute(_ADD_USAGE, (size,))
+            return object_id
+
+        return self._run("ccr typed object put", work)
+
+    # -- reads
+
+    def get(self, handle: str) -> bytes:
+        check_handle(handle)
+        if handle.startswith("ccr_obj_"):
+            return self.get_object_data(handle)
+        return self._fetch("SELECT original FROM recoveries WHERE handle = %s", handle)
+
+    def get_object_data(self, object_id: str) -> bytes:
+        check_handle(object_id)
+        return self._fetch("SELECT data FROM typed_objects WHERE object_id = %s", object_id)
+
+    def _fetch(self, sql: str, key: str, what: str = "ccr get") -> bytes:
+        row = self._run(what, lambda conn: conn.execute(sql, (key,)).fetchone())
+        if row is None:
+            raise NotFound()
+        return bytes(row[0])
+
+    def get_metadata(self, handle: str) -> bytes | None:
+        check_handle(handle)
+        row = self._run("ccr get metadata", lambda conn: conn.execute(
+            "SELECT metadata FROM recoveries WHERE handle = %s", (handle,)).fetchone())
+        if row is None:
+            raise NotFound()
+        return None if row[0] is None else bytes(row[0])
+
+    def summary(self) -> Summary:
+        def work(conn):
+            with self._snapshot(conn):
+                rows = conn.execute(
+                    "SELECT content_type, COUNT(*)::bigint,"
+                    " COALESCE(SUM(tokens_before), 0)::bigint,"
+                    " COALESCE(SUM(tokens_after), 0)::bigint FROM recoveries"
+                    " GROUP BY content_type").fetchall()
+                used = int(conn.execute(_USED).fetchone()[0])
+            return rows, used
+
+        rows, used = self._run("ccr summary", work)
+        totals = Bucket()
+        by_type: dict[str, Bucket] = {}
+        for ct, n, before, after in rows:
+            by_type[ct] = Bucket(int(n), int(before), int(after))
+            totals.count += int(n)
+            totals.tokens_before += int(before)
+            totals.tokens_after += int(after)
+        return Summary(totals, by_type, used, self.max_bytes)
+
+    @staticmethod
+    @contextmanager
+    def _snapshot(conn):
+        """One read-only transaction in which every SELECT sees the same snapshot."""
+        with conn.transaction():
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            yield conn
+
+    # -- management (``caveman-engine store``)
+
+    @staticmethod
+    def _list(conn) -> list[Entry]:
+        out = []
+        for key, created, ctype, comp, before, after, size, meta in conn.execute(
+            "SELECT handle, created_at, content_type, compressor, tokens_before, tokens_after,"
+            " LENGTH(original), COALESCE(LENGTH(metadata), 0) FROM recoveries"
+            ' ORDER BY created_at COLLATE "C", handle COLLATE "C"'
+        ):
+            out.append(Entry("blob", key, ctype, created, size, size + meta, compressor=comp,
+                             tokens_before=before, tokens_after=after, metadata_size=meta))
+        for key, created, otype, chash, session, source, repo, version, deps, size in conn.execute(
+            "SELECT object_id, created_at, object_type, content_hash, session_id, source,"
+            " repository_state, transform_version, dependencies_json, LENGTH(data)"
+            ' FROM typed_objects ORDER BY created_at COLLATE "C", object_id COLLATE "C"'
+        ):
+            fields = {"object_type": otype, "content_hash": chash, "session_id": session,
+                      "source": source, "repository_state": repo, "transform_version": version,
+                      "dependencies_json": deps}
+            out.append(Entry("object", key, otype, created, size, size + len(deps),
+                             object_fields=fields))
+        return out
+
+    def entries(self, selection: Selection | None = None) -> list[Entry]:
+        def work(conn):
+            with self._snapshot(conn):
+                return self._list(conn)
+
+        rows = self._run("ccr list", work)
+        return [e for e in rows if selection is None or selection.matches(e)]
+
+    def read(self, entry: Entry) -> bytes | None:
+        try:
+            if entry.kind == "blob":
+                return self._fetch("SELECT original FROM recoveries WHERE handle = %s",
+                                   entry.key)
+            return self._fetch("SELECT data FROM typed_objects WHERE object_id = %s", entry.key)
+        except NotFound:
+            return None
+
+    def read_metadata(self, entry: Entry) -> bytes | None:
+        if entry.kind != "blob":
+            return None
+        try:
+            data = self._fetch(
+                "SELECT COALESCE(metadata, ''::bytea) FROM recoveries WHERE handle = %s",
+                entry.key)
+        except NotFound:
+            return None
+        return data or None
+
+    def info(self) -> StoreInfo:
+        def work(conn):
+            with self._snapshot(conn):
+                rows = self._list(conn)
+                used = int(conn.execute(_USED).fetchone()[0])
+                version = self._schema_version(conn)
+            return rows, used, version
+
+        rows, used, version = self._run("ccr info", work)
+        return StoreInfo.build(self.path, rows, used, self.max_bytes, version)
+
+    def purge(self, selection: Selection, *, dry_run: bool = False,
+              only: set[tuple[str, str]] | None = None) -> PurgeResult:
+        """Delete what ``selection`` (and ``only``) picks, in one transaction holding the
+        budget row; the budget row is then recounted from what remains."""
+        def chosen(rows):
+            return [e for e in rows if selection.matches(e)
+                    and (only is None or (e.kind, e.key) in only)]
+
+        if dry_run:
+            def look(conn):
+                with self._snapshot(conn):
+                    used = int(conn.execute(_USED).fetchone()[0])
+                    return chosen(self._list(conn)), used
+
+            gone, used = self._run("ccr purge", look)
+            return PurgeResult(self.path, gone, used, used, dry_run=True)
+
+        def work(conn):
+            with conn.transaction():
+                self._lock_usage(conn)
+                before = int(conn.execute(_USED).fetchone()[0])
+                gone = chosen(self._list(conn))
+                blobs = [e.key for e in gone if e.kind == "blob"]
+                objects = [e.key for e in gone if e.kind == "object"]
+                if blobs:
+                    conn.execute("DELETE FROM recoveries WHERE handle = ANY(%s)", (blobs,))
+                if objects:
+                    conn.execute("DELETE FROM typed_objects WHERE object_id = ANY(%s)",
+                                 (objects,))
+                after = int(conn.execute(_USED).fetchone()[0])
+                conn.execute("UPDATE ccr_usage SET used_bytes = %s WHERE id = 1", (after,))
+            return gone, before, after
+
+        gone, before, after = self._run("ccr purge", work)
+        return PurgeResult(self.path, gone, before, after, dry_run=False)
+
+    def vacuum(self) -> bool:
+        """``VACUUM FULL`` of the store's tables (gives the space of deleted rows back to the
+        disk; needs the tables' owner; concurrent writers wait up to the statement timeout),
+        then recount the budget row."""
+        def work(conn):
+            conn.execute("VACUUM FULL recoveries, typed_objects")
+            with conn.transaction():
+                self._lock_usage(conn)
+                conn.execute("UPDATE ccr_usage SET used_bytes = (" + _USED + ") WHERE id = 1")
+            return True
+
+        return self._run("ccr vacuum", work)
+
+    def disk_usage(self) -> dict[str, int]:
+        """Bytes on the server: the store's tables with their indexes and TOAST data."""
+        def work(conn):
+            return int(conn.execute(
+                "SELECT (pg_total_relation_size('recoveries')"
+                " + pg_total_relation_size('typed_objects')"
+                " + pg_total_relation_size('ccr_usage'))::bigint").fetchone()[0])
+
+        return {"db": self._run("ccr disk usage", work), "wal": 0, "shm": 0}
+
+    def used_bytes_row(self) -> int:
+        """The budget row as it stands (tests compare it with the tables)."""
+        return self._run("ccr usage", lambda conn: int(conn.execute(
+            "SELECT used_bytes FROM ccr_usage WHERE id = 1").fetchone()[0]))
+
+
+def _pool_max() -> int:
+    raw = os.environ.get("CAVEMAN_CCR_PG_POOL", "").strip()
+    if raw.isdigit() and int(raw) > 0:
+        return int(raw)
+    return DEFAULT_POOL_MAX
