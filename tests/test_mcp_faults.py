@@ -124,6 +124,14 @@ def test_sigterm_kills_plain_server(env):
 
 
 BIG = 20 * 1024 * 1024
+
+READ_FILE = (
+    b'{"name":"read_file_%d","title":"Read File","description":"Read the complete contents of a '
+    b'file as text. Use this when you need to examine the contents of a single file.",'
+    b'"inputSchema":{"$schema":"http://json-schema.org/draft-07/schema#","type":"object",'
+    b'"title":"ReadFileArgs","properties":{"path":{"type":"string","title":"Path",'
+    b'"description":"The path","examples":["/tmp/a"]}},"required":["path"]}}'
+)
 GARBAGE = (
     b"not json\r\n"
     b"\n"
@@ -133,16 +141,15 @@ GARBAGE = (
     b'{"jsonrpc":"2.0","method":"notifications/message","params":{"n":12345678901234567890123,'
     b'"f":1.0,"s":"\\u00e9\\u0001"}}\n'
     b'{"jsonrpc":"2.0","id":1,"result":{"tools":"not a list"}\n'  # malformed: unclosed
-    b'{"jsonrpc":"2.0","id":99,"result":{"tools":[{"name":"x","description":"The tool"}]}}\n'
+    # a list that would be rewritten, but answers an id nobody asked for
+    b'{"jsonrpc":"2.0","id":99,"result":{"tools":[' + b",".join(READ_FILE % i for i in range(3))
+    + b"]}}\n"
 )
+# Three tools: what toolschema saves on them pays for the _meta handle (one would not).
 TOOLS_RESPONSE = (
     b'{"jsonrpc":"2.0","id":__ID__,"result":{"tools":[null,"odd",42,'
-    b'{"name":"read_file","title":"Read File","description":"Read the complete contents of a '
-    b'file as text. Use this when you need to examine the contents of a single file.",'
-    b'"inputSchema":{"$schema":"http://json-schema.org/draft-07/schema#","type":"object",'
-    b'"title":"ReadFileArgs","properties":{"path":{"type":"string","title":"Path",'
-    b'"description":"The path","examples":["/tmp/a"]}},"required":["path"]}}],'
-    b'"big":98765432109876543210987}}\n'
+    + b",".join(READ_FILE % i for i in range(3))
+    + b'],"big":98765432109876543210987}}\n'
 )
 
 
@@ -179,8 +186,9 @@ def test_garbage_and_20mb_line(env, tmp_path):
         + b',"big":98765432109876543210987}}'
     )
     tools = json.loads(tools_line)["result"]["tools"]
-    assert tools[:3] == [None, "odd", 42] and tools[3]["name"] == "read_file"
-    assert list(tools[3]["inputSchema"]["properties"]) == ["path"]
+    assert tools[:3] == [None, "odd", 42]
+    assert [t["name"] for t in tools[3:]] == ["read_file_0", "read_file_1", "read_file_2"]
+    assert all(list(t["inputSchema"]["properties"]) == ["path"] for t in tools[3:])
     got = run([console_script(), "retrieve", handle], env)
     assert got.stdout == original[start:end]
 
@@ -239,9 +247,18 @@ def _scripted(tmp_path, script: dict) -> list[str]:
     return [PY, str(FIX / "scripted.py"), str(path)]
 
 
+# Twelve prompts whose descriptions the prose rules shorten by more than the _meta handle costs.
+PROMPTS_RESPONSE = (
+    '{"jsonrpc":"2.0","id":__ID__,"result":{"prompts":['
+    + ",".join('{"name":"p%d","description":"The prompt just really does a thing for the user"}'
+               % i for i in range(12))
+    + "]}}\n"
+)
+PROMPT_SHRUNK = "Prompt does thing for user"
+
+
 def test_only_responses_to_list_requests_are_rewritten(env, tmp_path):
-    list_shaped = ('{"jsonrpc":"2.0","id":__ID__,"result":{"prompts":[{"name":"p",'
-                   '"description":"The prompt does the thing"}]}}\n')
+    list_shaped = PROMPTS_RESPONSE
     notify = ('{"jsonrpc":"2.0","method":"notifications/x","params":{"prompts":'
               '[{"description":"The thing"}]}}\n')
     server = _scripted(tmp_path, {
@@ -256,8 +273,10 @@ def test_only_responses_to_list_requests_are_rewritten(env, tmp_path):
     by_string = peer.wait_for(lambda m: m.get("id") == "abc")
     assert peer.close() == 0
     assert call == list_shaped.replace("__ID__", "1").rstrip("\n").encode()
-    assert json.loads(listed)["result"]["prompts"][0]["description"] == "Prompt does thing"
-    assert json.loads(by_string)["result"]["prompts"][0]["description"] == "Prompt does thing"
+    for line in (listed, by_string):
+        result = json.loads(line)["result"]
+        assert [p["description"] for p in result["prompts"]] == [PROMPT_SHRUNK] * 12
+        assert result["_meta"][META_HANDLE].startswith("ccr_")
     # notifications carrying a list key are forwarded byte for byte
     assert bytes(peer.stdout).count(notify.encode()) == 3
     assert_clean(bytes(peer.stderr))
@@ -267,8 +286,7 @@ def test_store_unavailable_passes_through(env, tmp_path):
     blocker = tmp_path / "file"
     blocker.write_bytes(b"")
     env["CAVEMAN_CCR_DB"] = str(blocker / "sub" / "ccr.db")  # parent is a file: cannot open
-    response = ('{"jsonrpc":"2.0","id":__ID__,"result":{"prompts":[{"name":"p",'
-                '"description":"The prompt does the thing"}]}}\n')
+    response = PROMPTS_RESPONSE  # rewritten when the store is there
     server = _scripted(tmp_path, {"prompts/list": response})
     p = run(proxy(*server), env, b'{"jsonrpc":"2.0","id":1,"method":"prompts/list"}\n')
     assert p.returncode == 0

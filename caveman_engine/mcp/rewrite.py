@@ -179,6 +179,17 @@ def _child_context(parent: list, child_is_object: bool, walk_schema: bool) -> st
     return "other"
 
 
+def _with_tool(listing: str) -> str:
+    """``listing`` (a JSON array's text) with the caveman_retrieve tool appended."""
+    close = listing.rstrip(" \t\n\r")
+    if not close.endswith("]"):
+        raise _Invalid
+    inner = close[:-1].rstrip(" \t\n\r")
+    sep = "" if inner.endswith("[") else ","
+    tool = json.dumps(RETRIEVE_TOOL, ensure_ascii=False, separators=(",", ":"))
+    return inner + sep + tool + "]" + listing[len(close):]
+
+
 class Rewriter:
     """Rewrites list responses; thread-safe (one engine use at a time)."""
 
@@ -235,25 +246,23 @@ class Rewriter:
                 isinstance(t, dict) and t.get("name") == RETRIEVE_TOOL_NAME for t in result[key]
             )
         )
-        if add_tool:
-            base = new_list if new_list is not None else original
-            close = base.rstrip(" \t\n\r")
-            if not close.endswith("]"):
-                raise _Invalid
-            inner = close[:-1].rstrip(" \t\n\r")
-            sep = "" if inner.endswith("[") else ","
-            tool = json.dumps(RETRIEVE_TOOL, ensure_ascii=False, separators=(",", ":"))
-            new_list = inner + sep + tool + "]" + base[len(close):]
+        # What goes out when the list is not rewritten: the line as is, or with the tool added.
+        plain = splice(text, [(l_start, l_end, _with_tool(original))]) if add_tool else None
         if new_list is None:
-            return None
-
-        edits = [(l_start, l_end, new_list)]
-        if handle is not None:
-            meta_edit = self._meta_edit(text, r_start, members, handle)
-            if meta_edit is None:
-                return None
-            edits.append(meta_edit)
-        return splice(text, edits).encode("utf-8")
+            return plain.encode("utf-8") if plain is not None else None
+        edits = [(l_start, l_end, _with_tool(new_list) if add_tool else new_list)]
+        meta_edit = self._meta_edit(text, r_start, members, handle)
+        if meta_edit is None:
+            return plain.encode("utf-8") if plain is not None else None
+        edits.append(meta_edit)
+        out = splice(text, edits).encode("utf-8")
+        # The token gate on the whole response, _meta handle included: a small list whose
+        # rewrite saves less than the handle costs goes out unrewritten.
+        engine = self._engine_factory()
+        baseline = (plain if plain is not None else text).encode("utf-8")
+        if engine is not None and engine.count(out) >= engine.count(baseline):
+            return baseline if plain is not None else None
+        return out
 
     def _meta_edit(self, text, r_start, members, handle) -> tuple[int, int, str] | None:
         member = '"' + META_HANDLE + '":' + json_string(handle)
