@@ -381,3 +381,13 @@ def test_ids():
     tp = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
     assert trace_id({"traceparent": tp}) == "0af7651916cd43dd8448eb211c80319c"
     assert len(trace_id({"x-cave-trace-id": "short"})) == 32
+
+
+def test_known_catalog_is_found_by_prefix():
+    body = b'{"messages":[],"tools":' + TOOLS + b',"x":1}'
+    span = catalog.extract(body)
+    assert catalog.extract(body, known=(b"[1]", TOOLS)) == span
+    # a known catalog that is only a prefix of a longer array is not taken: "[1]" is not a
+    # prefix of '[ {...} ]', and a non-matching known list falls back to the scan
+    other = b'{"tools":[1,2]}'
+    assert catalog.extract(other, known=(b"[1]",))[0] == b"[1,2]"

@@ -52,9 +52,13 @@ def _skip_lean(text: str, pos: int) -> int:
                 return pos
 
 
-def find_tools(body: bytes) -> tuple[int, int] | None:
+def find_tools(body: bytes, known=()) -> tuple[int, int] | None:
     """``(start, end)`` of the top-level ``tools`` array in ``body``, or None (not valid JSON,
-    root not an object, no ``tools``, the first ``tools`` is not an array)."""
+    root not an object, no ``tools``, the first ``tools`` is not an array).
+
+    ``known``: catalogs seen recently. When one of them is at the start of the ``tools`` value
+    it IS that value (a complete array that begins a valid value ends where it ends), so a
+    repeated catalog is found by one byte comparison instead of a scan."""
     if b"tools" not in body and b"\\u" not in body:
         return None  # cheap: no key can decode to "tools"
     if not jsonio.valid(body):
@@ -79,6 +83,9 @@ def find_tools(body: bytes) -> tuple[int, int] | None:
             if key == "tools":
                 if text[vstart] != "[":
                     return None
+                for cat in known:
+                    if body.startswith(cat, vstart):
+                        return vstart, vstart + len(cat)
                 vend = _skip_lean(text, vstart) if lean else raw_decode(text, vstart)[1]
                 return vstart, vend
             pos = _skip_lean(text, vstart) if lean else raw_decode(text, vstart)[1]
@@ -93,9 +100,9 @@ def find_tools(body: bytes) -> tuple[int, int] | None:
         return None  # deeper than the C scanner's recursion limit etc.: not extractable
 
 
-def extract(body: bytes) -> tuple[bytes, int, int] | None:
+def extract(body: bytes, known=()) -> tuple[bytes, int, int] | None:
     """The catalog bytes and their span, or None."""
-    span = find_tools(body)
+    span = find_tools(body, known)
     if span is None:
         return None
     start, end = span

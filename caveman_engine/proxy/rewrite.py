@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from dataclasses import dataclass
 
 log = logging.getLogger("caveman_engine.proxy")
@@ -46,6 +46,9 @@ LEVER_ORDER = (
 )
 
 
+RECENT = 4
+
+
 @dataclass(frozen=True)
 class Rewritten:
     catalog: bytes  # the rewritten tools span
@@ -69,6 +72,8 @@ class Rewriter:
         self._max_bytes = max_bytes
         self._lock = threading.Lock()
         self._inflight: dict[bytes, asyncio.Future] = {}
+        # the catalogs of the last requests, newest first: catalog.extract() tries them first
+        self.recent: deque[bytes] = deque(maxlen=RECENT)
         self.engine_calls = 0  # how many catalogs actually went through the engine
 
     @property
@@ -131,7 +136,17 @@ class Rewriter:
         self._remember(catalog, value)
         return value
 
+    def seen(self, catalog: bytes) -> None:
+        recent = self.recent
+        if not recent or recent[0] != catalog:
+            try:
+                recent.remove(catalog)
+            except ValueError:
+                pass
+            recent.appendleft(catalog)
+
     async def rewrite(self, catalog: bytes) -> Rewritten | None:
+        self.seen(catalog)
         hit, value = self.cached(catalog)
         if hit:
             return value

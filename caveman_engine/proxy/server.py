@@ -313,7 +313,9 @@ class Proxy:
 
     async def _rewrite(self, body: bytes):
         big = len(body) > OFFLOOP_BYTES
-        found = await asyncio.to_thread(catalog.extract, body) if big else catalog.extract(body)
+        known = tuple(self.rewriter.recent)
+        found = await asyncio.to_thread(catalog.extract, body, known) if big else \
+            catalog.extract(body, known)
         if found is None:
             return body, None
         span, start, end = found
@@ -380,7 +382,10 @@ class Proxy:
         except (ConnectionError, aiohttp.ClientConnectionResetError):
             client_gone = True
         finally:
-            up.close() if (upstream_broken or client_gone) else up.release()
+            if upstream_broken or client_gone:
+                up.close()  # drop the connection: never drain a stream nobody reads
+            else:
+                up.release()
             observe()
         if upstream_broken:
             # Headers are out: the only honest signal left is an unfinished response.
