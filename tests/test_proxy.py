@@ -692,3 +692,22 @@ def test_large_body_rewritten_with_bounded_skipping(harness):
     assert r.status == 200 and r.header("x-cave-optimization") == STRIP
     assert h.fake.received[-1].body == body.replace(tools, b'[{"name":"x","input_schema":'
                                                            b'{"type":"object"}}]')
+
+
+def test_client_disconnect_before_the_answer_cancels_the_upstream_call(harness):
+    h = harness("annotations", upstream_timeout=30)
+    h.fake.push(Reply("hang"))
+    body = _anthropic_body(b'[{"name":"x","input_schema":{"title":"T","type":"object"}}]')
+    port = int(h.proxy_url.rsplit(":", 1)[1])
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(b"POST /v1/messages HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                  b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+        deadline = time.monotonic() + 5
+        while not h.fake.received and time.monotonic() < deadline:
+            time.sleep(0.02)
+    deadline = time.monotonic() + 5
+    while not h.fake.events and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert h.fake.events == [("client-gone", 0, 0)]
+    assert len(h.fake.received) == 1  # no retry of a request nobody waits for
+    assert Clients(h.proxy_url).call("messages")[1] == h.fake.sent[-1].body

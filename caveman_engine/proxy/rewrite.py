@@ -150,18 +150,11 @@ class Rewriter:
         hit, value = self.cached(catalog)
         if hit:
             return value
-        waiting = self._inflight.get(catalog)
-        if waiting is not None:  # the same new catalog from concurrent requests: compress once
-            return await asyncio.shield(waiting)
-        fut = asyncio.get_running_loop().create_future()
-        self._inflight[catalog] = fut
-        try:
-            value = await asyncio.to_thread(self.rewrite_sync, catalog)
-            fut.set_result(value)
-            return value
-        except BaseException as exc:
-            fut.set_exception(exc)
-            fut.exception()  # mark retrieved
-            raise
-        finally:
-            del self._inflight[catalog]
+        # A miss runs once in a worker thread, however many requests bring the same new
+        # catalog at once; a request that goes away (cancelled) leaves the work to the others.
+        fut = self._inflight.get(catalog)
+        if fut is None:
+            fut = asyncio.get_running_loop().run_in_executor(None, self.rewrite_sync, catalog)
+            self._inflight[catalog] = fut
+            fut.add_done_callback(lambda _f, c=catalog: self._inflight.pop(c, None))
+        return await asyncio.shield(fut)

@@ -151,9 +151,11 @@ class Proxy:
 
     def runner(self) -> web.AppRunner:
         """An AppRunner for :meth:`app` that keeps request bodies as sent (no inbound
-        decompression) and logs no access lines."""
+        decompression), cancels the handler when its client disconnects, and logs no access
+        lines."""
         return web.AppRunner(self.app(), access_log=None, handle_signals=False,
-                             auto_decompress=False, shutdown_timeout=2)
+                             auto_decompress=False, shutdown_timeout=2,
+                             handler_cancellation=True)  # client gone: stop the upstream call
 
     async def _live(self, request):
         return web.json_response({"status": "ok"})
@@ -363,6 +365,7 @@ class Proxy:
         length = up.content_length
         sent = 0
         upstream_broken = client_gone = False
+        finished = False
         try:
             await resp.prepare(request)
             while True:
@@ -373,6 +376,7 @@ class Proxy:
                     upstream_broken = True
                     break
                 if not chunk:
+                    finished = True
                     break
                 scanner.feed(chunk)
                 sent += len(chunk)
@@ -382,10 +386,10 @@ class Proxy:
         except (ConnectionError, aiohttp.ClientConnectionResetError):
             client_gone = True
         finally:
-            if upstream_broken or client_gone:
-                up.close()  # drop the connection: never drain a stream nobody reads
-            else:
+            if finished:
                 up.release()
+            else:
+                up.close()  # broken, client gone or cancelled: never drain a stream nobody reads
             observe()
         if upstream_broken:
             # Headers are out: the only honest signal left is an unfinished response.
