@@ -336,7 +336,7 @@ def test_concurrent_new_catalog_compressed_once(harness):
 def test_count_tokens_and_embeddings_never_rewritten(harness):
     h = harness("toolschema-max")
     c = Clients(h.proxy_url)
-    raw = c.anthropic.messages.count_tokens.__self__.with_raw_response.count_tokens(
+    raw = c.anthropic.messages.with_raw_response.count_tokens(
         model="claude-fake", messages=MESSAGES, tools=anthropic_tools())
     assert raw.parse().input_tokens == 42
     assert raw.headers["x-cave-optimization"] == "none"
@@ -515,9 +515,11 @@ def test_client_disconnect_mid_stream_closes_the_upstream(harness):
         s.sendall(b"POST /v1/messages HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                   b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
         got = b""
+        t = time.monotonic()
         while got.count(b"content_block_delta") < 3:
             got += s.recv(65536)
         assert got.startswith(b"HTTP/1.1 200 ")
+        assert time.monotonic() - t < 3  # events arrive as sent (the stream takes 5 s)
     deadline = time.monotonic() + 5
     while not h.fake.events and time.monotonic() < deadline:
         time.sleep(0.02)
