@@ -17,9 +17,6 @@ __version__ = "0.1.0"
 
 __all__ = ["compress", "detect", "retrieve", "__version__"]
 
-# Import the `detect` submodule before defining the `detect` function below: importing a
-# submodule later would rebind the package attribute `detect` to the module.
-from . import detect as _detect_module  # noqa: E402
 
 
 def compress(data: bytes, type: str | None = None, *, store=None):
@@ -29,9 +26,14 @@ def compress(data: bytes, type: str | None = None, *, store=None):
     return _engine(store).compress(data, type)
 
 
-def detect(data: bytes) -> str:
-    """The content type of ``data``; never loads the tokenizer or opens the store."""
-    return _detect_module.detect(data)
+def __getattr__(name: str):
+    # `caveman_engine.detect(data)`: the detect module is callable (see detect.py); loaded on
+    # first use so that importing the package stays cheap for the console script.
+    if name == "detect":
+        import importlib
+
+        return importlib.import_module(f"{__name__}.detect")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def retrieve(handle: str, *, store=None) -> bytes:

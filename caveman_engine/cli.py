@@ -6,104 +6,29 @@ our own exit 2."""
 
 from __future__ import annotations
 
-import os
 import sys
 
 import click
 
 from . import __version__
 
-COMPRESS_USAGE = "usage: caveman-engine compress [--type <content-type>]"
-RETRIEVE_USAGE = "usage: caveman-engine retrieve <handle> [query]"
-TOON_USAGE = "usage: caveman-engine toon encode|decode"
-# Printed (exit 2) when a command would read stdin and stdin is a terminal.
-TERMINAL_USAGE = {
-    "compress": "usage: caveman-engine compress [--type TYPE] [FILE]  "
-                "(no FILE given and stdin is a terminal; see --help)",
-    "toon": "usage: caveman-engine toon encode|decode [FILE]  "
-            "(no FILE given and stdin is a terminal; see --help)",
-}
-STRICT_TYPES_ENV = "CAVEMAN_STRICT_TYPES"
+from .cmdutil import (  # noqa: F401  (re-exported for the command modules)
+    COMPRESS_USAGE,
+    RETRIEVE_USAGE,
+    STRICT_TYPES_ENV,
+    TOON_USAGE,
+    fail,
+    ignored_arguments,
+    open_store_or_fail,
+    read_input,
+    warn,
+    write_file,
+    write_stdout,
+)
+
 FORMAT = click.Choice(["text", "json"])
 CONTEXT = {"help_option_names": ["-h", "--help"], "terminal_width": 100,
            "max_content_width": 100}
-
-
-def fail(message: str, code: int = 1) -> None:
-    from .stdio import say
-
-    say(message)
-    sys.exit(code)
-
-
-def warn(message: str, quiet: bool = False) -> None:
-    if not quiet:
-        from .stdio import say
-
-        say(message)
-
-
-def read_input(command: str, path: str | None) -> bytes:
-    """The bytes of ``path``, or of stdin for ``None`` and ``-``. Stdin that is a terminal
-    with no file named is a usage error (exit 2) rather than a silent wait."""
-    from .limits import InputTooLarge, read_bounded, read_path
-
-    if path is None and command in TERMINAL_USAGE and sys.stdin.isatty():
-        fail(TERMINAL_USAGE[command], 2)
-    if path is None or path == "-":
-        try:
-            return read_bounded(sys.stdin.buffer)
-        except InputTooLarge as exc:
-            fail(f"read stdin: {exc}")
-        except OSError as exc:
-            fail(f"{command}: read stdin: {exc.strerror or exc}")
-    try:
-        return read_path(path)
-    except InputTooLarge:
-        from .limits import MAX_INPUT
-
-        fail(f"{command}: {path}: larger than {MAX_INPUT} bytes")
-    except OSError as exc:
-        fail(f"{command}: cannot read {path}: {exc.strerror or exc}")
-
-
-def write_stdout(data: bytes) -> None:
-    """All of ``data`` or :class:`stdio.OutputError` (reported by the console script)."""
-    out = sys.stdout.buffer
-    out.write(data)
-    out.flush()
-
-
-def write_file(command: str, path: str, data: bytes) -> None:
-    """``data`` into ``path`` completely, or the file is left as it was (write then rename)."""
-    tmp = f"{path}.{os.getpid()}.tmp"
-    try:
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except OSError as exc:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        fail(f"{command}: cannot write {path}: {exc.strerror or exc}")
-
-
-def open_store_or_fail():
-    from .store import StoreError, open_store
-
-    try:
-        return open_store()
-    except StoreError as exc:
-        fail(f"cannot open recovery store: {exc}")
-
-
-def ignored_arguments(command: str, extra: tuple[str, ...], quiet: bool) -> None:
-    """The reference ignores extra arguments here; we keep that, and say so."""
-    if extra:
-        warn(f"{command}: ignoring extra arguments: {' '.join(extra)}", quiet)
 
 
 class CavemanGroup(click.Group):
@@ -285,69 +210,9 @@ def compress(content_type: str | None, strict: bool, quiet: bool, report_path: s
     has fewer tokens than the input and its original was stored; otherwise the input passes
     through unchanged. Either way the report says what happened.
     """
-    from .engine import Engine
+    from .compress_cmd import run
 
-    path = _compress_path(paths)
-    _check_type(content_type, strict, quiet)
-    report_file = _open_report(report_path) if report_path else None
-    data = read_input("compress", path)
-    store = open_store_or_fail()
-    result = Engine(store).compress(data, content_type)
-    if result.error is not None and not result.is_clean_passthrough(data):
-        fail(f"compress: unsafe recovery failure result: {result.error_detail}")
-    write_stdout(result.output)
-    line = result.report() + b"\n"
-    if report_file is not None:
-        try:
-            with report_file:
-                report_file.write(line)
-        except OSError as exc:
-            fail(f"compress: write report {report_path}: {exc.strerror or exc}")
-    elif not quiet:
-        sys.stderr.buffer.write(line)
-        sys.stderr.buffer.flush()
-
-
-def _compress_path(paths: tuple[str, ...]) -> str | None:
-    """At most one FILE. A word that names no file keeps the reference's error."""
-    if not paths:
-        return None
-    first = paths[0]
-    if first != "-" and not os.path.exists(first):
-        fail(f"unknown compress flag: {first}")
-    if len(paths) > 1:
-        fail(f"unknown compress flag: {paths[1]}")
-    return first
-
-
-def _check_type(content_type: str | None, strict: bool, quiet: bool) -> None:
-    from . import registry
-
-    if content_type in (None, "", "auto"):
-        return
-    if registry.entry(content_type) is None:
-        hint = registry.closest(content_type)
-        message = f"compress: unknown content type: {content_type}" + (
-            f" (did you mean {hint}?)" if hint else "")
-        if strict or os.environ.get(STRICT_TYPES_ENV, "") == "1":
-            fail(message, 2)
-        if not quiet and sys.stderr.isatty():
-            warn(message + "; the input passes through")
-        return
-    if content_type in ("toolschema-safe", "toolschema-max"):
-        from .catalog import rules
-
-        try:
-            rules.select(os.environ.get(rules.ENV), strict_names=True)
-        except rules.UnknownRule as exc:
-            fail(f"compress: {rules.ENV}: {exc}", 2)
-
-
-def _open_report(path: str):
-    try:
-        return open(path, "wb")
-    except OSError as exc:
-        fail(f"compress: cannot write report {path}: {exc.strerror or exc}")
+    run(paths, content_type, strict=strict, quiet=quiet, report_path=report_path)
 
 
 @cli.command(context_settings={**CONTEXT, "ignore_unknown_options": True},

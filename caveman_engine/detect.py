@@ -23,6 +23,8 @@ that can match at most once per line.
 from __future__ import annotations
 
 import re
+import sys
+import types
 
 from . import gotext, jsonio, wrappers
 from .tables import table_rows, trim_span
@@ -206,3 +208,15 @@ def classify(body: bytes) -> str:
 def detect(data: bytes) -> str:
     body, _ = wrappers.unwrap(data)
     return classify(body)
+
+
+class _CallableModule(types.ModuleType):
+    """``caveman_engine.detect`` is both this module and the public function: importing the
+    package stays light (the module loads on first use) and ``caveman_engine.detect(data)``
+    works whether or not the module was imported first."""
+
+    def __call__(self, data: bytes) -> str:
+        return detect(data)
+
+
+sys.modules[__name__].__class__ = _CallableModule

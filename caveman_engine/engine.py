@@ -8,7 +8,7 @@ module decides whether its output is worth emitting and makes sure it is recover
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import gotext, jsonio, registry, wrappers
@@ -36,6 +36,8 @@ class Result:
     lossless_to_model: bool | None = None
     error: str | None = None  # ERR_BUDGET / ERR_UNAVAILABLE: the original was not stored
     error_detail: str | None = None
+    # How the original was stored (the keyword arguments of Store.put), for result reuse.
+    store_args: dict | None = field(default=None, repr=False, compare=False)
 
     @property
     def transformed(self) -> bool:
@@ -131,16 +133,13 @@ class Engine:
             else safety.reversible
         )
         handle = None
+        store_args = None
         if safety.requires_ccr:
+            store_args = {"content_type": ct, "compressor": module.CONTENT_TYPE,
+                          "tokens_before": before, "tokens_after": after,
+                          "metadata": produced.metadata}
             try:
-                handle = self.store.put(
-                    data,
-                    content_type=ct,
-                    compressor=module.CONTENT_TYPE,
-                    tokens_before=before,
-                    tokens_after=after,
-                    metadata=produced.metadata,
-                )
+                handle = self.store.put(data, **store_args)
             except BudgetExceeded as exc:
                 passthrough.error, passthrough.error_detail = ERR_BUDGET, str(exc)
                 return passthrough
@@ -157,6 +156,7 @@ class Engine:
             recovery_handle=handle,
             method=method,
             lossless_to_model=lossless,
+            store_args=store_args,
         )
 
     def _run(self, module, body: bytes) -> Compressed | None:

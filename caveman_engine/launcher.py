@@ -5,9 +5,10 @@ write to stdout (a full disk, a closed descriptor, a reader that went away) ends
 stderr and exit 1 instead of a success, and Ctrl-C ends in one line and exit 130, never in a
 traceback.
 
-`caveman-engine detect` is called once per file by shell pipelines, so its cold start matters:
-it needs neither click nor the store, so it is answered here without importing them. Every
-other command (and `detect --help`) goes to the click CLI.
+`caveman-engine detect` is called once per file by shell pipelines and `compress` on every
+agent request, so their cold start matters: `detect` and a plain `compress [--type T] [FILE]`
+are answered here without importing click (a repeated `compress` does not even load the
+tokenizer, see :mod:`results`). Everything else goes to the click CLI.
 """
 
 from __future__ import annotations
@@ -63,6 +64,13 @@ def main() -> None:
 def _dispatch(args: list[str]) -> int:
     if args[:1] == ["detect"] and not {"-h", "--help"} & set(args[1:]):
         return run_detect(args[1:])
+    if args[:1] == ["compress"]:
+        from . import compress_cmd
+
+        plain = compress_cmd.fast_args(args[1:])
+        if plain is not None:
+            compress_cmd.run(plain[1], plain[0])
+            return 0
     from .cli import main as cli_main
 
     cli_main()
@@ -88,10 +96,12 @@ def run_detect(paths: list[str]) -> int:
     from .detect import detect
     from .limits import MAX_INPUT, InputTooLarge, read_bounded, read_path
 
-    for p in paths:
-        if p.startswith("-") and p != "-":
-            stdio.say(f"detect: unknown option: {p}")
-            return 2
+    # The reference ignores detect's arguments and reads stdin. Words that name a file (and
+    # `-`) are ours to read; the others are still ignored, with a warning.
+    ignored = [p for p in paths if p != "-" and not os.path.exists(p)]
+    if ignored:
+        stdio.say(f"detect: ignoring arguments that name no file: {' '.join(ignored)}")
+        paths = [p for p in paths if p not in ignored]
     if not paths:
         if sys.stdin.isatty():
             stdio.say(DETECT_USAGE)

@@ -121,6 +121,7 @@ def test_odd_inputs_give_a_normal_report(cli, name, ctype):
 def test_detect_ignores_extra_arguments(cli):
     r = cli("detect", "--whatever", "x", input=b'{"a":1}')
     assert (r.returncode, r.stdout) == (0, b"json\n")
+    assert r.stderr == b"detect: ignoring arguments that name no file: --whatever x\n"
 
 
 def test_registry_is_one_line_of_json(cli):

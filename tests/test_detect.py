@@ -381,8 +381,12 @@ CLI_SAMPLES = [
 def test_cli_detect(cli, suite: str, name: str):
     data = (CONFORMANCE / suite / f"{name}.in").read_bytes()
     expected = (CONFORMANCE / suite / f"{name}.detect.out").read_bytes()
-    run = cli("detect", "ignored-extra-arg", input=data)
+    run = cli("detect", input=data)
     assert (run.returncode, run.stdout, run.stderr) == (0, expected, b"")
+    # the reference ignores extra arguments: so do we when they name no file, with a warning
+    run = cli("detect", "ignored-extra-arg", input=data)
+    assert (run.returncode, run.stdout) == (0, expected)
+    assert run.stderr == b"detect: ignoring arguments that name no file: ignored-extra-arg\n"
 
 
 def test_cli_detect_empty(cli):

@@ -1,0 +1,122 @@
+"""``caveman-engine compress``: read, compress (or replay a kept result), write output and
+report. Used by the click command and by the console script's fast path, which answers a plain
+``compress [--type T] [FILE]`` without importing click."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from .cmdutil import STRICT_TYPES_ENV, fail, open_store_or_fail, read_input, warn, write_stdout
+
+
+def run(paths: tuple[str, ...] | list[str], content_type: str | None, *, strict: bool = False,
+        quiet: bool = False, report_path: str | None = None) -> None:
+    path = _path(paths)
+    report_file = _open_report(report_path) if report_path else None
+    data = read_input("compress", path)
+    store = open_store_or_fail()
+    output, report = _compress(store, data, content_type, strict, quiet)
+    write_stdout(output)
+    line = report + b"\n"
+    if report_file is not None:
+        try:
+            with report_file:
+                report_file.write(line)
+        except OSError as exc:
+            fail(f"compress: write report {report_path}: {exc.strerror or exc}")
+    elif not quiet:
+        sys.stderr.buffer.write(line)
+        sys.stderr.buffer.flush()
+
+
+def _compress(store, data: bytes, content_type: str | None, strict: bool,
+              quiet: bool) -> tuple[bytes, bytes]:
+    """A kept result when the same request comes back (only known types are kept, so a hit
+    needs no type check), else the engine's."""
+    from .limits import check_size
+    from .results import ResultCache
+
+    check_size(data)
+    cache = ResultCache.beside(store)
+    key = cache.key(data, content_type) if cache is not None else None
+    if key is not None:
+        hit = cache.replay(key, data, store)
+        if hit is not None:
+            return hit.output, hit.report
+    known = _check_type(content_type, strict, quiet)
+    from .engine import Engine
+
+    result = Engine(store).compress(data, content_type)
+    if result.error is not None and not result.is_clean_passthrough(data):
+        fail(f"compress: unsafe recovery failure result: {result.error_detail}")
+    if key is not None and known:
+        cache.save(key, data, result)
+    return result.output, result.report()
+
+
+def _path(paths) -> str | None:
+    """At most one FILE. A word that names no file keeps the reference's error."""
+    if not paths:
+        return None
+    first = paths[0]
+    if first != "-" and not os.path.exists(first):
+        fail(f"unknown compress flag: {first}")
+    if len(paths) > 1:
+        fail(f"unknown compress flag: {paths[1]}")
+    return first
+
+
+def _check_type(content_type: str | None, strict: bool, quiet: bool) -> bool:
+    """True for a known (or detected) type. An unknown one warns on a terminal, or with
+    --strict / CAVEMAN_STRICT_TYPES=1 is a usage error."""
+    if content_type in (None, "", "auto"):
+        return True
+    from . import registry
+
+    if registry.entry(content_type) is None:
+        hint = registry.closest(content_type)
+        message = f"compress: unknown content type: {content_type}" + (
+            f" (did you mean {hint}?)" if hint else "")
+        if strict or os.environ.get(STRICT_TYPES_ENV, "") == "1":
+            fail(message, 2)
+        if not quiet and sys.stderr.isatty():
+            warn(message + "; the input passes through")
+        return False
+    if content_type in ("toolschema-safe", "toolschema-max"):
+        from .catalog import rules
+
+        try:
+            rules.select(os.environ.get(rules.ENV), strict_names=True)
+        except rules.UnknownRule as exc:
+            fail(f"compress: {rules.ENV}: {exc}", 2)
+    return True
+
+
+def _open_report(path: str):
+    try:
+        return open(path, "wb")
+    except OSError as exc:
+        fail(f"compress: cannot write report {path}: {exc.strerror or exc}")
+
+
+def fast_args(args: list[str]) -> tuple[str | None, list[str]] | None:
+    """``--type T`` (repeatable, last wins) and plain words: the (type, words) of a compress
+    the fast path can answer; None for anything else (help, our switches, odd flags), which
+    click then parses with its full error reporting."""
+    content_type = None
+    words: list[str] = []
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a == "--type":
+            if i + 1 >= len(args):
+                return None
+            content_type = args[i + 1]
+            i += 2
+            continue
+        if a.startswith("-") and a != "-":
+            return None
+        words.append(a)
+        i += 1
+    return content_type, words
