@@ -1,0 +1,564 @@
+"""The recovery store on PostgreSQL (issue 17), against a real server the session starts
+(``tests/pg.py``). The store semantics of ``test_store.py`` run on both backends; the CLI round
+trips run through the real console script with ``CAVEMAN_CCR_DB`` set to a path or a URL."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from caveman_engine import store as ccr
+from caveman_engine.store import BudgetExceeded, NotFound, Store, StoreError, open_store
+
+from .conftest import console_script
+from .pg import PASSWORD, pg_server, pg_url  # noqa: F401 - fixtures
+
+LOG = b"".join(
+    b"2026-05-01T12:00:%02dZ INFO worker=pg request served path=/api/v1/items status=200 id=%d\n"
+    % (i % 60, i) for i in range(40))
+
+
+def put(s, data: bytes, **kw) -> str:
+    args = dict(content_type="json", compressor="json", tokens_before=100, tokens_after=20)
+    args.update(kw)
+    return s.put(data, **args)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def backend(request, store_dir):
+    """A factory of stores of one backend, all on the same (fresh) database."""
+    made = []
+    if request.param == "sqlite":
+        where = str(store_dir / "ccr.db")
+    else:
+        where = request.getfixturevalue("pg_url")
+
+    def make(**kw):
+        s = open_store(where) if not kw else Store(where, **kw)
+        made.append(s)
+        return s
+
+    make.kind = request.param
+    make.where = where
+    yield make
+    for s in made:
+        s.close()
+
+
+# --------------------------------------------------------------------------- semantics
+
+
+def test_put_get_byte_exact_and_content_addressed(backend):
+    s = backend()
+    every_byte = bytes(range(256)) * 300 + b"\x00"
+    for data in (b"", b"\x00", every_byte, "ünïcødé\u2028".encode(), os.urandom(70_000)):
+        h = put(s, data)
+        assert h == ccr.handle_for(data) == put(s, data)
+        got = s.get(h)
+        assert type(got) is bytes and got == data
+        assert s.retrieve(h) == data
+
+
+def test_unchanged_put_does_not_touch_the_row(backend):
+    s = backend()
+    h = put(s, b"row")
+    before = [e.created_at for e in s.entries()]
+    time.sleep(0.01)
+    put(s, b"row")
+    assert [e.created_at for e in s.entries()] == before
+    put(s, b"row", tokens_after=19)  # changed accounting: the row is rewritten
+    assert [e.created_at for e in s.entries()] != before
+    assert s.get(h) == b"row"
+
+
+def test_zero_accounting_put_keeps_measured_stats(backend):
+    s = backend()
+    put(s, b"doc", tokens_before=100, tokens_after=25)
+    put(s, b"doc", content_type="block", compressor="proxy-content", tokens_before=0,
+        tokens_after=0)
+    summary = s.summary()
+    assert (summary.totals.count, summary.totals.tokens_before,
+            summary.totals.tokens_after) == (1, 100, 25)
+    assert list(summary.by_content_type) == ["json"]
+
+
+def test_metadata_is_first_writer_wins(backend):
+    s = backend()
+    h = put(s, b"ax", content_type="a11y", compressor="a11y", metadata=b'{"uids":{}}')
+    put(s, b"ax", metadata=None)
+    put(s, b"ax", metadata=b"other")
+    assert s.get_metadata(h) == b'{"uids":{}}'
+    assert s.get(h) == b"ax"
+    plain = put(s, b"no meta")
+    assert s.get_metadata(plain) is None
+    with pytest.raises(NotFound):
+        s.get_metadata("ccr_missing")
+
+
+def test_budget_refuses_new_and_keeps_existing(backend):
+    s = backend(max_bytes=1 << 20)
+    first = b"a" * (600 << 10)
+    h = put(s, first)
+    with pytest.raises(BudgetExceeded):
+        put(s, b"b" * (600 << 10))
+    assert s.get(h) == first
+    assert put(s, first) == h  # identical repeat at the cap still succeeds
+    summary = s.summary()
+    assert (summary.storage_bytes, summary.max_storage_bytes) == (614400, 1048576)
+    assert not summary.storage_full
+    with pytest.raises(BudgetExceeded):
+        s.put_object(b"c" * (600 << 10), object_type="FileObservation", session_id="s")
+    if s.backend == "postgresql":  # (SQLite's page cap, its backstop, is hit before)
+        exact = (1 << 20) - 614400  # equality with the cap is allowed
+        put(s, b"d" * exact)
+        assert s.summary().storage_full and s.used_bytes_row() == 1 << 20
+        with pytest.raises(BudgetExceeded):
+            put(s, b"e")
+
+
+def test_empty_original_and_typed_objects(backend):
+    s = backend()
+    h = put(s, b"")
+    assert s.get(h) == b""
+    oid = s.put_object(b"", object_type="CommandResult", session_id="s1",
+                       object_id="typed-empty-output")
+    assert s.retrieve(oid) == b""
+    auto = s.put_object(b"exact contents", object_type="FileObservation", session_id="s1",
+                        dependencies=["src/auth.ts", "package-lock.json"])
+    assert auto.startswith("ccr_obj_") and s.get(auto) == b"exact contents"
+    assert s.put_object(b"exact contents", object_type="FileObservation", session_id="s1",
+                        dependencies=["src/auth.ts", "package-lock.json"]) == auto
+    with pytest.raises(StoreError, match="id collision"):
+        s.put_object(b"different", object_type="FileObservation", session_id="s1",
+                     object_id=auto)
+    assert s.get(auto) == b"exact contents"
+    with pytest.raises(StoreError, match="unknown object type"):
+        s.put_object(b"x", object_type="FutureUnknownObject", session_id="s1")
+    with pytest.raises(StoreError, match="session_id is required"):
+        s.put_object(b"x", object_type="FileObservation", session_id=" ")
+
+
+def test_malformed_handles_never_reach_sql(backend):
+    s = backend()
+    for bad in ["", "x y", "ccr_'; DROP TABLE recoveries; --", "../etc/passwd", "a" * 200]:
+        with pytest.raises(ccr.InvalidHandle):
+            s.retrieve(bad)
+    with pytest.raises(NotFound):
+        s.retrieve("ccr_00000000000000000000000000000000")
+
+
+def test_persists_across_reopen(backend):
+    s = backend()
+    h = put(s, b"kept")
+    oid = s.put_object(b"contract", object_type="TaskContract", session_id="s")
+    s.close()
+    again = backend()
+    assert again.get(h) == b"kept" and again.retrieve(oid) == b"contract"
+
+
+def test_management_entries_purge_info(backend):
+    s = backend()
+    logs = [put(s, b"log %d" % i * 50, content_type="log", compressor="log") for i in range(3)]
+    js = put(s, b"json" * 30, metadata=b"meta")
+    oid = s.put_object(b'{"path": "a.py"}', object_type="FileObservation", session_id="s1")
+    entries = s.entries()
+    assert [e.key for e in entries if e.kind == "blob"] == sorted(
+        [e.key for e in entries if e.kind == "blob"],
+        key=lambda k: next(e.created_at for e in entries if e.key == k))
+    assert {e.key for e in entries} == {*logs, js, oid}
+    meta_entry = next(e for e in entries if e.key == js)
+    assert s.read(meta_entry) == b"json" * 30 and s.read_metadata(meta_entry) == b"meta"
+    info = s.info()
+    assert info.count == 5 and info.blobs["log"].count == 3
+    assert info.kept_bytes == sum(e.kept_bytes for e in entries)
+    sel = ccr.Selection(frozenset({"log"}))
+    plan = s.purge(sel, dry_run=True)
+    assert plan.count == 3 and s.summary().totals.count == 4
+    done = s.purge(sel)
+    assert done.count == 3 and done.kept_after == done.kept_before - plan.bytes
+    assert s.summary().storage_bytes == done.kept_after
+    for h in logs:
+        with pytest.raises(NotFound):
+            s.get(h)
+    assert s.get(js) == b"json" * 30
+    if s.backend == "postgresql":
+        assert s.used_bytes_row() == done.kept_after
+    s.vacuum()
+    assert s.get(js) == b"json" * 30
+    if s.backend == "postgresql":
+        assert s.used_bytes_row() == done.kept_after
+
+
+def test_stats_json_is_identical_on_both_backends(store_dir, pg_url):
+    docs = []
+    for where in (str(store_dir / "ccr.db"), pg_url):
+        with Store(where) as s:
+            put(s, b"one", content_type="json", tokens_before=100, tokens_after=20)
+            put(s, b"two", content_type="log", compressor="log", tokens_before=200,
+                tokens_after=10, metadata=b"mm")
+            put(s, b"one", content_type="block", compressor="proxy-content", tokens_before=0,
+                tokens_after=0)
+            s.put_object(b"obj", object_type="SearchResult", session_id="x",
+                         dependencies=["a"])
+            docs.append(s.summary().to_json())
+    assert docs[0] == docs[1]
+    assert json.loads(docs[1])["storage_bytes"] == 3 + 3 + 2 + 3 + len('["a"]')
+
+
+# --------------------------------------------------------------------------- PostgreSQL only
+
+
+def test_url_selects_postgresql_and_masks_the_password(pg_url):
+    for url in (pg_url, pg_url.replace("postgresql://", "postgres://", 1)):
+        s = open_store(url)
+        try:
+            assert s.backend == "postgresql" and not s.is_local
+            assert PASSWORD not in s.path and ":***@" in s.path
+            assert PASSWORD not in repr(s.info())
+        finally:
+            s.close()
+    assert isinstance(Store(pg_url), ccr.StoreBase) and Store(pg_url).backend == "postgresql"
+
+
+def test_schema_matches_the_sqlite_columns(store_dir, pg_url):
+    import psycopg
+
+    with Store(str(store_dir / "ccr.db")) as s:
+        lite = {t: [r[1] for r in s._conn.execute(f"PRAGMA table_info({t})")]
+                for t in ("recoveries", "typed_objects")}
+    with open_store(pg_url) as s:
+        s.summary()  # connects and migrates
+    with psycopg.connect(pg_url) as c:
+        pg = {t: [r[0] for r in c.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_name = %s"
+            " ORDER BY ordinal_position", (t,))] for t in ("recoveries", "typed_objects")}
+        types = dict(c.execute("SELECT column_name, data_type FROM information_schema.columns"
+                               " WHERE table_name = 'recoveries'").fetchall())
+        assert c.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'typed_objects'"
+                         " AND indexname = 'typed_objects_session_created'").fetchone()
+    assert pg == lite
+    assert types["original"] == "bytea" and types["metadata"] == "bytea"
+
+
+def test_migrations_apply_once_when_many_hosts_start_at_once(pg_server):
+    """12 processes open a fresh database at the same moment: each migration runs once."""
+    import psycopg
+
+    db = pg_server.create_database()
+    url = pg_server.url(db)
+    script = ("import sys\nfrom caveman_engine.store import open_store\n"
+              "s = open_store(sys.argv[1])\nprint(s.put(sys.argv[2].encode(), content_type='log',"
+              " compressor='log', tokens_before=9, tokens_after=1))\n")
+    procs = [subprocess.Popen([sys.executable, "-c", script, url, f"host {i}"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+             for i in range(12)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0] * 12, [o[1] for o in outs]
+    with psycopg.connect(url) as c:
+        rows = c.execute("SELECT version, name FROM ccr_schema_migrations").fetchall()
+        assert rows == [(1, "0001_initial")]
+        assert c.execute("SELECT COUNT(*) FROM recoveries").fetchone()[0] == 12
+        assert c.execute("SELECT used_bytes FROM ccr_usage").fetchone()[0] == sum(
+            len(f"host {i}") for i in range(12))
+    with open_store(url) as s:
+        assert s.info().schema_version == 1
+    pg_server.drop_database(db)
+
+
+def test_a_migrated_store_needs_no_ddl_rights(pg_server, pg_url):
+    """The least-privilege role of docs/store.md: DML on the tables, nothing else."""
+    import psycopg
+
+    with open_store(pg_url) as s:
+        put(s, b"by the owner")
+    db = pg_url.rsplit("/", 1)[1]
+    role = "ccr_app_" + db[-6:]
+    with psycopg.connect(pg_url, autocommit=True) as c:
+        c.execute(f"CREATE ROLE {role} LOGIN PASSWORD 'app-pw-123'")
+        c.execute(f"REVOKE CREATE ON SCHEMA public FROM PUBLIC")
+        c.execute(f"GRANT CONNECT ON DATABASE {db} TO {role}")
+        c.execute(f"GRANT USAGE ON SCHEMA public TO {role}")
+        c.execute(f"GRANT SELECT, INSERT, UPDATE ON recoveries, typed_objects TO {role}")
+        c.execute(f"GRANT SELECT, UPDATE ON ccr_usage TO {role}")
+        c.execute(f"GRANT SELECT ON ccr_schema_migrations TO {role}")
+    app = f"postgresql://{role}:app-pw-123@127.0.0.1:{pg_server.port}/{db}"
+    try:
+        with open_store(app) as s:
+            h = put(s, b"by the app")
+            assert s.get(h) == b"by the app"
+            assert s.summary().totals.count == 2
+            with pytest.raises(StoreError, match="permission denied"):
+                s.purge(ccr.Selection(frozenset({"json"})))
+    finally:
+        with psycopg.connect(pg_url, autocommit=True) as c:
+            c.execute(f"REASSIGN OWNED BY {role} TO CURRENT_USER")
+            c.execute(f"DROP OWNED BY {role}")
+            c.execute(f"DROP ROLE {role}")
+
+
+def test_unix_socket_url(pg_server):
+    db = pg_server.create_database()
+    with open_store(pg_server.socket_url(db)) as s:
+        h = put(s, b"over the socket")
+        assert s.get(h) == b"over the socket"
+    pg_server.drop_database(db)
+
+
+def test_pooled_store_under_threads(pg_url):
+    """pooled=True and the default (a pool once two threads want the connection at once)."""
+    for pooled in (True, None):
+        s = open_store(pg_url, pooled=pooled)
+        errors = []
+
+        def work(k):
+            try:
+                for i in range(25):
+                    data = b"thread %d item %d pooled %r" % (k, i, pooled)
+                    assert s.get(put(s, data)) == data
+                    put(s, b"shared %d" % (i % 3))
+            except Exception as exc:  # noqa: BLE001
+                errors.append(repr(exc))
+
+        threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert errors == []
+        assert s._pool is not None
+        s.close()
+    with open_store(pg_url) as s:
+        assert s.summary().totals.count == 2 * 8 * 25 + 3
+        assert s.used_bytes_row() == s.summary().storage_bytes
+
+
+def test_long_running_store_reconnects_after_a_server_restart(pg_server, pg_url):
+    s = open_store(pg_url)
+    try:
+        h = put(s, b"before the restart")
+        pg_server.stop()
+        with pytest.raises(StoreError) as err:
+            put(s, b"while it is down")
+        assert "\n" not in str(err.value) and PASSWORD not in str(err.value)
+        pg_server.start()
+        h2 = put(s, b"after the restart")  # the same store object: a new connection
+        assert s.get(h) == b"before the restart" and s.get(h2) == b"after the restart"
+    finally:
+        s.close()
+
+
+# --------------------------------------------------------------------------- CLI round trips
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def ccr_env(request, store_dir):
+    if request.param == "sqlite":
+        return {"CAVEMAN_CCR_DB": str(store_dir / "ccr.db")}
+    return {"CAVEMAN_CCR_DB": request.getfixturevalue("pg_url")}
+
+
+def test_cli_compress_retrieve_query_stats(cli, ccr_env):
+    r = cli("compress", input=LOG, env=ccr_env)
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stderr)
+    assert "error" not in report and r.stdout != LOG
+    h = report["recovery_handle"]
+    r = cli("retrieve", h, env=ccr_env)
+    assert (r.returncode, r.stdout, r.stderr) == (0, LOG, b"")
+    r = cli("retrieve", h, "id=7 status", env=ccr_env)
+    assert r.returncode == 0 and b"id=7\n" in r.stdout
+    r = cli("retrieve", "ccr_00000000000000000000000000000000", env=ccr_env)
+    assert (r.returncode, r.stderr) == (1, b"retrieve: ccr: recovery handle not found\n")
+    stats = json.loads(cli("stats", env=ccr_env).stdout)
+    assert stats["totals"]["count"] == 1 and stats["storage_bytes"] == len(LOG)
+
+
+def test_cli_stats_identical_on_both_backends(cli, store_dir, pg_url):
+    inputs = [LOG, LOG.replace(b"worker=pg", b"worker=two"), LOG,
+              json.dumps({"items": [{"id": i, "name": "x" * 20, "ok": True}
+                                    for i in range(30)]}).encode()]
+    outs = []
+    for env in ({"CAVEMAN_CCR_DB": str(store_dir / "ccr.db")}, {"CAVEMAN_CCR_DB": pg_url}):
+        reports = []
+        for data in inputs:
+            r = cli("compress", input=data, env=env)
+            assert r.returncode == 0 and b"error" not in r.stderr, r.stderr
+            reports.append(r.stderr)
+        outs.append((reports, cli("stats", env=env).stdout,
+                     cli("stats", "--format", "text", env=env).stdout))
+    assert outs[0] == outs[1]
+
+
+def test_cli_store_subcommands(cli, ccr_env, tmp_path):
+    handles = []
+    for i in range(3):
+        r = cli("compress", input=LOG.replace(b"worker=pg", b"worker=%d" % i), env=ccr_env)
+        handles.append(json.loads(r.stderr)["recovery_handle"])
+    r = cli("store", "path", env=ccr_env)
+    assert r.returncode == 0 and PASSWORD.encode() not in r.stdout
+    info = json.loads(cli("store", "info", "--format", "json", env=ccr_env).stdout)
+    assert info["originals"] == 3 and info["blobs"]["by_content_type"]["log"]["count"] == 3
+    assert PASSWORD not in json.dumps(info)
+    r = cli("store", "info", env=ccr_env)
+    assert r.returncode == 0 and PASSWORD.encode() not in r.stdout + r.stderr
+    dest = tmp_path / "export.tar.gz"
+    r = cli("store", "export", str(dest), "--format", "json", env=ccr_env)
+    assert r.returncode == 0 and json.loads(r.stdout)["count"] == 3, r.stderr
+    r = cli("store", "purge", "--type", "log", "--yes", "--format", "json", env=ccr_env)
+    assert r.returncode == 0 and json.loads(r.stdout)["count"] == 3, r.stderr
+    assert PASSWORD.encode() not in r.stdout + r.stderr
+    assert cli("retrieve", handles[0], env=ccr_env).returncode == 1
+    r = cli("store", "vacuum", "--format", "json", env=ccr_env)
+    assert r.returncode == 0, r.stderr
+    stats = json.loads(cli("stats", env=ccr_env).stdout)
+    assert stats["totals"]["count"] == 0
+
+
+# --------------------------------------------------------------------------- failures
+
+
+def _unavailable(r, data: bytes = LOG, limit: float | None = None):
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == data
+    report = json.loads(r.stderr)  # one JSON line: no traceback
+    assert report["error"] == "cave_ccr_unavailable"
+    assert report["ratio"] == 0 and "recovery_handle" not in report
+    assert PASSWORD.encode() not in r.stderr
+
+
+def test_misconfigured_url_is_a_one_line_error(cli):
+    r = cli("compress", input=LOG,
+            env={"CAVEMAN_CCR_DB": f"postgresql://u:{PASSWORD}@127.0.0.1/db?bogus=1"})
+    assert r.returncode == 1 and r.stdout == b""
+    assert r.stderr.startswith(b"cannot open recovery store: invalid PostgreSQL URL ")
+    assert r.stderr.count(b"\n") == 1 and PASSWORD.encode() not in r.stderr
+
+
+def test_server_down_passes_through_in_bounded_time(cli):
+    from .pg import free_port
+
+    url = f"postgresql://caveman:{PASSWORD}@127.0.0.1:{free_port()}/nothing"
+    t = time.monotonic()
+    r = cli("compress", input=LOG, env={"CAVEMAN_CCR_DB": url})
+    assert time.monotonic() - t < 30
+    _unavailable(r)
+    for args in (("retrieve", "ccr_00000000000000000000000000000000"), ("stats",),
+                 ("store", "info")):
+        r = cli(*args, env={"CAVEMAN_CCR_DB": url})
+        assert r.returncode == 1 and r.stderr.count(b"\n") == 1, r.stderr
+        assert PASSWORD.encode() not in r.stderr and b"Traceback" not in r.stderr
+
+
+def test_unreachable_host_respects_connect_timeout(cli):
+    """A host that never answers (a blackholed address would need the network; a listening
+    socket that never accepts does the same on loopback)."""
+    import socket
+
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(0)
+    port = srv.getsockname()[1]
+    fillers = []
+    try:
+        for _ in range(8):  # fill the accept queue so connects hang
+            c = socket.socket()
+            c.setblocking(False)
+            c.connect_ex(("127.0.0.1", port))
+            fillers.append(c)
+        url = f"postgresql://caveman@127.0.0.1:{port}/db?connect_timeout=2"
+        t = time.monotonic()
+        r = cli("compress", input=LOG, env={"CAVEMAN_CCR_DB": url})
+        took = time.monotonic() - t
+        _unavailable(r)
+        assert took < 20
+    finally:
+        for c in fillers:
+            c.close()
+        srv.close()
+
+
+def test_auth_failure_passes_through_without_the_password(cli, pg_server):
+    url = pg_server.url("postgres").replace(PASSWORD, "wrong-" + PASSWORD[::-1])
+    r = cli("compress", input=LOG, env={"CAVEMAN_CCR_DB": url})
+    _unavailable(r)
+    assert b"wrong-" not in r.stderr
+
+
+def test_sslmode_goes_to_libpq(cli, pg_server):
+    """The test server has no TLS: sslmode=require must refuse it (not silently downgrade)."""
+    db = pg_server.create_database()
+    r = cli("compress", input=LOG, env={"CAVEMAN_CCR_DB": pg_server.url(db, sslmode="require")})
+    _unavailable(r)
+    r = cli("compress", input=LOG, env={"CAVEMAN_CCR_DB": pg_server.url(db, sslmode="disable")})
+    assert "error" not in json.loads(r.stderr)
+    r = cli("compress", input=LOG, env={"CAVEMAN_CCR_DB": pg_server.url(
+        db, sslmode="verify-full", sslrootcert="/nonexistent/ca.pem")})
+    _unavailable(r)
+    pg_server.drop_database(db)
+
+
+def _hold_budget_row(url):
+    import psycopg
+
+    holder = psycopg.connect(url)
+    with open_store(url) as s:
+        s.summary()  # migrate
+    holder.execute("SELECT used_bytes FROM ccr_usage WHERE id = 1 FOR UPDATE")
+    return holder
+
+
+def test_statement_timeout_passes_through(cli, pg_url):
+    holder = _hold_budget_row(pg_url)
+    try:
+        url = pg_url + "?options=-c%20statement_timeout%3D700"
+        t = time.monotonic()
+        r = cli("compress", input=LOG, env={"CAVEMAN_CCR_DB": url})
+        assert time.monotonic() - t < 30
+        _unavailable(r)
+    finally:
+        holder.rollback()
+        holder.close()
+    r = cli("compress", input=LOG, env={"CAVEMAN_CCR_DB": pg_url})
+    assert "error" not in json.loads(r.stderr)
+
+
+def test_connection_dropped_mid_transaction_passes_through(pg_url, rank_cache_dir):
+    """The writer's backend is terminated while its transaction waits for the budget row."""
+    import psycopg
+
+    holder = _hold_budget_row(pg_url)
+    env = dict(os.environ, CAVEMAN_CCR_DB=pg_url, CAVEMAN_CACHE_DIR=str(rank_cache_dir))
+    p = subprocess.Popen([console_script(), "compress"], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    p.stdin.write(LOG)
+    p.stdin.close()
+    try:
+        with psycopg.connect(pg_url, autocommit=True) as admin:
+            deadline = time.monotonic() + 60
+            pid = None
+            while pid is None and time.monotonic() < deadline:
+                row = admin.execute(
+                    "SELECT pid FROM pg_stat_activity WHERE application_name = 'caveman-engine'"
+                    " AND wait_event_type = 'Lock' AND datname = current_database()").fetchone()
+                pid = row[0] if row else None
+                time.sleep(0.05)
+            assert pid is not None, "the writer never waited for the budget row"
+            admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        out, err = p.stdout.read(), p.stderr.read()
+        assert p.wait(timeout=60) == 0
+    finally:
+        holder.rollback()
+        holder.close()
+        if p.poll() is None:
+            p.kill()
+    from .conftest import Run
+
+    _unavailable(Run(0, out, err))
+    with open_store(pg_url) as s:
+        assert s.summary().totals.count == 0 and s.used_bytes_row() == 0
