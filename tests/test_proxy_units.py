@@ -391,3 +391,50 @@ def test_known_catalog_is_found_by_prefix():
     # prefix of '[ {...} ]', and a non-matching known list falls back to the scan
     other = b'{"tools":[1,2]}'
     assert catalog.extract(other, known=(b"[1]",))[0] == b"[1,2]"
+
+
+# --------------------------------------------------------------------------- the rewriter's gates
+
+
+class _StubEngine:
+    def __init__(self, output: bytes, handle: str | None = "ccr_" + "0" * 32, error=None):
+        self.output, self.handle, self.error, self.calls = output, handle, error, 0
+
+    def compress(self, data, content_type):
+        from caveman_engine.engine import Result
+
+        self.calls += 1
+        r = Result(self.output, content_type, 10, 5, "o200k_base", recovery_handle=self.handle)
+        r.error = self.error
+        return r
+
+
+def test_rewriter_fails_closed():
+    from caveman_engine.proxy.rewrite import Rewriter
+
+    cat = b'[{"name":"x","input_schema":{"title":"T"}}]'
+    assert not Rewriter(_StubEngine(b"[]"), "off").enabled
+    assert not Rewriter(_StubEngine(b"[]"), "bogus").enabled
+    # invalid JSON from the compressor, not shorter, no handle, store error: all None
+    for eng in (_StubEngine(b"[{"), _StubEngine(cat + b" "), _StubEngine(b"[]", handle=None),
+                _StubEngine(b"[]", error="cave_ccr_budget_exceeded")):
+        assert Rewriter(eng, "annotations").rewrite_sync(cat) is None
+    ok = _StubEngine(b"[]")
+    rw = Rewriter(ok, "annotations")
+    assert rw.rewrite_sync(cat).catalog == b"[]"
+    assert rw.rewrite_sync(cat).catalog == b"[]" and ok.calls == 1  # cached
+    err = _StubEngine(b"[]", error="cave_ccr_unavailable")
+    rw = Rewriter(err, "annotations")
+    rw.rewrite_sync(cat)
+    rw.rewrite_sync(cat)
+    assert err.calls == 2  # store failures are not cached: the store may come back
+
+
+def test_rewriter_without_the_compressor_never_calls_the_engine(monkeypatch):
+    from caveman_engine import registry
+    from caveman_engine.proxy.rewrite import Rewriter
+
+    monkeypatch.setattr(registry, "compressor", lambda t: None)
+    eng = _StubEngine(b"[]")
+    assert Rewriter(eng, "toolschema-max").rewrite_sync(b'[{"name":"x"}]') is None
+    assert eng.calls == 0

@@ -109,10 +109,12 @@ def extract(body: bytes, known=()) -> tuple[bytes, int, int] | None:
     return body[start:end], start, end
 
 
-def splice(body: bytes, start: int, end: int, replacement: bytes) -> bytes | None:
+def splice(body: bytes, start: int, end: int, replacement: bytes, *,
+           replacement_valid: bool = False) -> bytes | None:
     """``body`` with ``[start, end)`` replaced; None when the replacement or the result is not
-    valid JSON, or the result is empty (spec §2.6 step 5)."""
-    if not replacement or not jsonio.valid(replacement):
+    valid JSON, or the result is empty (spec §2.6 step 5). ``replacement_valid``: the caller
+    already validated the replacement (a cached rewrite), so only the result is checked."""
+    if not replacement or not (replacement_valid or jsonio.valid(replacement)):
         return None
     out = body[:start] + replacement + body[end:]
     if not out or not jsonio.valid(out):

@@ -51,7 +51,7 @@ RECENT = 4
 
 @dataclass(frozen=True)
 class Rewritten:
-    catalog: bytes  # the rewritten tools span
+    catalog: bytes  # the rewritten tools span (valid JSON)
     handle: str  # recovery handle of the original span
 
 
@@ -130,6 +130,13 @@ class Rewriter:
             return None  # not cached: the store may recover
         out = result.output
         if result.recovery_handle is None or out == catalog or len(out) >= len(catalog):
+            self._remember(catalog, None)
+            return None
+        from .. import jsonio
+
+        if not jsonio.valid(out):  # checked once here; every splice of it relies on this
+            log.warning("proxy: %s produced invalid JSON; forwarding the original",
+                        self.content_type)
             self._remember(catalog, None)
             return None
         value = Rewritten(out, result.recovery_handle)

@@ -326,9 +326,10 @@ class Proxy:
         if result is None:
             return body, None
         if big:
-            spliced = await asyncio.to_thread(catalog.splice, body, start, end, result.catalog)
+            spliced = await asyncio.to_thread(catalog.splice, body, start, end, result.catalog,
+                                              replacement_valid=True)
         else:
-            spliced = catalog.splice(body, start, end, result.catalog)
+            spliced = catalog.splice(body, start, end, result.catalog, replacement_valid=True)
         if spliced is None:
             log.warning("proxy: spliced body is not valid JSON; forwarding the original")
             return body, None
