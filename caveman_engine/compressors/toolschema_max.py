@@ -5,7 +5,13 @@ enum, ``required``, ``const`` and non-null ``default`` survives.
 2. the ``toolschema`` reducer in-process (:func:`toolschema.compress_tree`): schema titles,
    examples, ``$comment`` and ``$schema`` dropped, long descriptions cut to their lead plus
    every constraint sentence; MCP output schemas get the same treatment;
-3. description prose shrunk sentence by sentence (:mod:`caveman_engine.catalog.prose_guard`):
+3. the max-only rules (:data:`MAX_RULES`, modules of :mod:`caveman_engine.catalog.rules`, not
+   part of ``toolschema-safe``): whitespace normalised again after the cut, Markdown bold
+   markers dropped (``markdown_emphasis``), MCP hints equal to the specification's defaults
+   (``mcp_hints``), descriptions repeated down unions, items and members said once
+   (``branch_descriptions``), sentences restating the type, the default or optionality
+   (``restated_facts``) — annotations only, never a constraint sentence;
+4. description prose shrunk sentence by sentence (:mod:`caveman_engine.catalog.prose_guard`):
    articles and fillers go, constraint sentences lose at most articles, identifiers, numbers,
    paths, URLs and code never change.
 
@@ -19,6 +25,10 @@ from typing import Any
 
 CONTENT_TYPE = "toolschema-max"
 SAFETY_CLASS = "S4"
+
+# Rules that only toolschema-max runs (after the safe rules): they rewrite annotations and tool
+# metadata that restate what the schema or the MCP specification already says.
+MAX_RULES = ("desc_whitespace", "markdown_emphasis", "mcp_hints", "branch_descriptions", "restated_facts")
 
 _ENVELOPE_KEYS = frozenset(("name", "input_schema", "inputSchema", "parameters", "function", "tools"))
 
@@ -55,7 +65,7 @@ def compress_tree(doc: Any) -> Any:
     from . import toolschema
     from ..catalog.prose_guard import shrink_description
 
-    tree = toolschema.compress_tree(safe.apply_tree(doc))
+    tree = safe.apply_tree(toolschema.compress_tree(safe.apply_tree(doc)), MAX_RULES)
     tools = envelope.iter_tools(tree)
     if not tools:
         if envelope.is_bare_schema(tree):
