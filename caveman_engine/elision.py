@@ -29,7 +29,8 @@ Invariant summaries
 -------------------
 A unit's fields are ``list[Field]``, ``Field = (name, value_text, is_number)``, in the unit's
 field order (the summary lists fields in first-appearance order):
-``json_fields(obj)`` top-level scalars of a JSON object, sorted keys (None: not an object);
+``json_fields(obj)`` top-level scalars of a JSON object, sorted keys (None: not an object;
+    a string that parses as a decimal number counts as numeric, like a number);
 ``line_fields(line)`` NDJSON object line or logfmt ``k=v`` pairs (sorted keys);
 ``table_fields(header, cells)`` header/cell pairs in column order (numeric cells parse as
     decimals) — the tabular compressor passes one list per dropped row.
@@ -500,7 +501,7 @@ def _scalar_text(v: object) -> tuple[str, bool] | None:
     from .jsonio import Number
 
     if isinstance(v, str):
-        return v, False
+        return v, parse_number(v) is not None
     if isinstance(v, Number):
         return v.literal, True
     if v is True:

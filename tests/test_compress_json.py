@@ -98,3 +98,40 @@ def test_go_escaping_in_output() -> None:
     rows = [{"id": i, "html": "<b>&</b>"} for i in range(12)]
     out = jsonc.compress(json.dumps(rows).encode()).data
     assert b"\\u003cb\\u003e\\u0026\\u003c/b\\u003e" in out
+
+
+def _compact(v) -> bytes:
+    return json.dumps(v, separators=(",", ":")).encode()
+
+
+def test_seams_come_from_top_level_members_only() -> None:
+    # A level shift in a top-level member present in every element keeps both seam elements.
+    top = _compact([{"k": "a", "v": 0 if i < 10 else 1000} for i in range(20)])
+    assert jsonc.compress(top).data == (
+        b'[{"k":"a","v":0},{"k":"a","v":0},{"k":"a","v":0},'
+        b'{"__caveman_elided__":6,"__caveman_invariants__":"all k=a v=0"},'
+        b'{"k":"a","v":0},{"k":"a","v":1000},'
+        b'{"__caveman_elided__":7,"__caveman_invariants__":"all k=a v=1000"},'
+        b'{"k":"a","v":1000},{"k":"a","v":1000}]'
+    )
+    # The same shift in a nested leaf (like a DevTools node's chromeRole.value) is no seam:
+    # with no top-level numeric member the series is the element length, constant here.
+    nested = _compact([{"k": "a", "m": {"v": 1000 if i < 10 else 9000}} for i in range(20)])
+    assert jsonc.compress(nested).data == (
+        b'[{"k":"a","m":{"v":1000}},{"k":"a","m":{"v":1000}},{"k":"a","m":{"v":1000}},'
+        b'{"__caveman_elided__":15,"__caveman_invariants__":"all k=a"},'
+        b'{"k":"a","m":{"v":9000}},{"k":"a","m":{"v":9000}}]'
+    )
+
+
+def test_no_seams_when_top_level_numbers_miss_some_elements() -> None:
+    # "t" is the only top-level number and two elements lack it: no seam series at all. The
+    # element lengths (which step at index 10 here) are used only when no element has one.
+    rows = [{"k": "a", "s": "x" if i < 10 else "x" * 12, "t": 5} for i in range(20)]
+    del rows[7]["t"], rows[12]["t"]
+    assert jsonc.compress(_compact(rows)).data == (
+        b'[{"k":"a","s":"x","t":5},{"k":"a","s":"x","t":5},{"k":"a","s":"x","t":5},'
+        b'{"__caveman_elided__":15,"__caveman_invariants__":"all k=a; s: xxxxxxxxxxxx\xc3\x978 '
+        b'x\xc3\x977; t: 5\xc3\x9713 absent\xc3\x972"},'
+        b'{"k":"a","s":"xxxxxxxxxxxx","t":5},{"k":"a","s":"xxxxxxxxxxxx","t":5}]'
+    )

@@ -186,3 +186,15 @@ def test_line_fields() -> None:
 )
 def test_worth_eliding(n, summary, marker, elided, expected) -> None:
     assert elision.worth_eliding(n, summary, marker, elided) is expected
+
+
+def test_json_fields_numeric_strings_are_numbers() -> None:
+    # A string member that parses as a number is numeric for the summary (DevTools node ids
+    # are strings): a run of them is a numeric range, compared as numbers, not a coverage.
+    from caveman_engine import jsonio
+
+    assert elision.json_fields(jsonio.loads(b'{"a":"7","b":"x7","c":7,"d":"1e3"}')) == [
+        ("a", "7", True), ("b", "x7", False), ("c", "7", True), ("d", "1e3", True)]
+    recs = [elision.json_fields(jsonio.loads(s)) for s in (
+        b'{"id":"9","p":"-1000000011"}', b'{"id":"10","p":"81"}', b'{"id":"11","p":"12"}')]
+    assert elision.summarize(recs, 1000) == "range id=9..11 p=-1000000011..81"

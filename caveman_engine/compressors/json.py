@@ -235,11 +235,17 @@ def _anomalies(series: list[float | None]) -> list[int]:
 
 
 def _change_points(paths: dict[str, list[float | None]], lengths: list[int]) -> list[int]:
-    """Seam elements (both sides of every accepted split) of a CUSUM binary segmentation of
-    the highest-variance numeric path present in every element, else of element lengths."""
+    """Seam elements (both sides of every accepted split) of a CUSUM binary segmentation.
+
+    The series is the highest-variance *top-level* numeric member present in every element
+    (nested leaves such as ``chromeRole.value`` count for anomalies, never for seams). When no
+    element has a top-level numeric member at all, the series is the element lengths; when
+    some do but none is in every element, there are no seams.
+    """
     series: list[float] | None = None
     best_var = -1.0
-    for p in sorted(paths):
+    top = [p for p in sorted(paths) if _is_top_level(p)]
+    for p in top:
         vals = paths[p]
         if any(v is None for v in vals):
             continue
@@ -249,6 +255,8 @@ def _change_points(paths: dict[str, list[float | None]], lengths: list[int]) -> 
         if var > best_var:
             best_var, series = var, xs
     if series is None:
+        if top:
+            return []
         series = [float(x) for x in lengths]
     n = len(series)
     if n < CUSUM_MIN_POINTS or _constant_slope(series):
@@ -280,6 +288,11 @@ def _change_points(paths: dict[str, list[float | None]], lengths: list[int]) -> 
     for s in splits:
         out.extend((s - 1, s))
     return out
+
+
+def _is_top_level(path: str) -> bool:
+    """A path naming a member of the element itself ("" for an element that is a number)."""
+    return "." not in path and "[" not in path
 
 
 def _constant_slope(xs: list[float]) -> bool:
