@@ -384,3 +384,17 @@ def test_mongodb_nested_anyof_descriptions():
     peers = _peers(raw)
     if "toolism-annotations" in peers:
         assert count(out) < count(peers["toolism-annotations"])
+
+
+def test_mongodb_fixture_accepts_the_same_calls():
+    """``verify`` finds no difference: the max-only rules change annotations, never validation."""
+    pytest.importorskip("hypothesis_jsonschema")
+    from caveman_engine.catalog import verify
+
+    raw = MONGODB.read_bytes()
+    before = envelope.iter_tools(envelope.load(raw))
+    after = envelope.iter_tools(envelope.load(toolschema_max.compress(raw)))
+    for x, y in zip(before, after, strict=True):
+        for (_, sx), (_, sy) in zip(x.schemas(), y.schemas(), strict=True):
+            status, *_ = verify.compare_schemas(envelope.to_plain(sx), envelope.to_plain(sy), examples=5)
+            assert status != verify.DIFFERENT, x.name

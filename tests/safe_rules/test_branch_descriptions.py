@@ -44,3 +44,9 @@ def test_idempotent():
     schema = ('{"anyOf":[{"type":"string","description":"Same."},{"type":"null","description":"Same."}]}')
     once = run("branch_descriptions", schema)
     assert run("branch_descriptions", once) == once == '{"anyOf":[{"type":"string"},{"type":"null"}],"description":"Same."}'
+
+
+def test_definitions_start_afresh():
+    schema = ('{"type":"object","description":"A point.","properties":{"p":{"$ref":"#/$defs/P"}},'
+              '"$defs":{"P":{"type":"object","description":"A point.","properties":{"x":{"type":"number"}}}}}')
+    assert run("branch_descriptions", schema) == schema

@@ -10,6 +10,7 @@ branches of nested unions as well. Descriptions are annotations, so:
   schema above it — or of any schema above that through combinators and ``items`` — goes;
 * any other subschema's description (a property, ``additionalProperties``…) goes when it is
   exactly the description of a schema it is nested in (a generator copied it down).
+  Definitions (``$defs``/``definitions``) start afresh: they are read where they are referenced.
 
 Descriptions are compared with runs of whitespace made single and a final period ignored.
 Validation is unchanged; every sentence is still said once where it applies.
@@ -23,6 +24,7 @@ NAME = "branch_descriptions"
 SUMMARY = "Drop descriptions that combinator branches or items repeat from the schema above them"
 
 COMBINATORS = ("anyOf", "oneOf", "allOf")
+DEFINITIONS = ("$defs", "definitions")
 
 
 def _norm(text: str) -> str:
@@ -75,7 +77,9 @@ def apply(root, ctx):
             if not isinstance(child, dict):
                 continue
             cd = child.get("description")
-            if kw in COMBINATORS or kw == "items":
+            if kw in DEFINITIONS:  # read where it is referenced, not under its holder
+                stack.append((child, (), frozenset()))
+            elif kw in COMBINATORS or kw == "items":
                 if _said(cd, here):
                     del child["description"]
                 stack.append((child, here, above))
