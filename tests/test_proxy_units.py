@@ -397,14 +397,24 @@ def test_known_catalog_is_found_by_prefix():
 
 
 class _StubEngine:
-    def __init__(self, output: bytes, handle: str | None = "ccr_" + "0" * 32, error=None):
+    """A compressor with a fixed answer, over a real in-memory store (the original is stored
+    as the engine would store it, so the rewriter's store checks see the real thing)."""
+
+    def __init__(self, output: bytes, handle: str | None = "stored", error=None):
+        from caveman_engine.store import Store
+
         self.output, self.handle, self.error, self.calls = output, handle, error, 0
+        self.store = Store(":memory:")
 
     def compress(self, data, content_type):
         from caveman_engine.engine import Result
 
         self.calls += 1
-        r = Result(self.output, content_type, 10, 5, "o200k_base", recovery_handle=self.handle)
+        handle = self.handle
+        if handle == "stored" and self.error is None:
+            handle = self.store.put(data, content_type=content_type, compressor=content_type,
+                                    tokens_before=10, tokens_after=5)
+        r = Result(self.output, content_type, 10, 5, "o200k_base", recovery_handle=handle)
         r.error = self.error
         return r
 
@@ -423,6 +433,16 @@ def test_rewriter_fails_closed():
     rw = Rewriter(ok, "annotations")
     assert rw.rewrite_sync(cat).catalog == b"[]"
     assert rw.rewrite_sync(cat).catalog == b"[]" and ok.calls == 1  # cached
+    # the original disappears from the store (purged, wiped): the next hit that checks the
+    # store finds out and stores it again, so the handle sent always retrieves
+    import caveman_engine.proxy.rewrite as rewrite_mod
+
+    handle = rw.rewrite_sync(cat).handle
+    ok.store._conn.execute("DELETE FROM recoveries WHERE handle = ?", (handle,))
+    rw._checked.clear()
+    assert rw.rewrite_sync(cat).handle == handle and ok.calls == 2
+    assert ok.store.get(handle) == cat
+    assert rewrite_mod.STORE_CHECK_SECONDS > 0
     err = _StubEngine(b"[]", error="cave_ccr_unavailable")
     rw = Rewriter(err, "annotations")
     rw.rewrite_sync(cat)

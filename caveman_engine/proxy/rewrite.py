@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+import time
 from collections import OrderedDict, deque
 from dataclasses import dataclass
 
@@ -47,6 +48,8 @@ LEVER_ORDER = (
 
 
 RECENT = 4
+# How often a cached rewrite re-checks that its original is still in the store.
+STORE_CHECK_SECONDS = 1.0
 
 
 @dataclass(frozen=True)
@@ -68,6 +71,7 @@ class Rewriter:
         self.lever = LEVER_IDS.get(level)
         self._cache: OrderedDict[bytes, Rewritten | None] = OrderedDict()
         self._cache_bytes = 0
+        self._checked: dict[str, float] = {}  # handle -> when its original was last seen
         self._max_entries = max_entries
         self._max_bytes = max_bytes
         self._lock = threading.Lock()
@@ -90,10 +94,33 @@ class Rewriter:
 
     def cached(self, catalog: bytes) -> tuple[bool, Rewritten | None]:
         with self._lock:
-            if catalog in self._cache:
-                self._cache.move_to_end(catalog)
-                return True, self._cache[catalog]
-        return False, None
+            if catalog not in self._cache:
+                return False, None
+            self._cache.move_to_end(catalog)
+            value = self._cache[catalog]
+        if value is not None and not self._still_stored(catalog, value):
+            with self._lock:
+                if self._cache.get(catalog) is value:
+                    del self._cache[catalog]
+                    self._cache_bytes -= len(catalog) + len(value.catalog)
+            return False, None
+        return True, value
+
+    def _still_stored(self, catalog: bytes, value: Rewritten) -> bool:
+        """A handle we send must retrieve: at most once a second per catalog, check that the
+        original is still in the store (someone may have purged or wiped it)."""
+        now = time.monotonic()
+        if now - self._checked.get(value.handle, -STORE_CHECK_SECONDS) < STORE_CHECK_SECONDS:
+            return True
+        try:
+            ok = self.engine.store.get(value.handle) == catalog
+        except Exception:
+            ok = False
+        if ok:
+            self._checked[value.handle] = now
+        else:
+            self._checked.pop(value.handle, None)
+        return ok
 
     def _remember(self, catalog: bytes, value: Rewritten | None) -> None:
         size = len(catalog) + (len(value.catalog) if value else 0)
@@ -109,6 +136,8 @@ class Rewriter:
             ):
                 k, v = self._cache.popitem(last=False)
                 self._cache_bytes -= len(k) + (len(v.catalog) if v else 0)
+                if v is not None:
+                    self._checked.pop(v.handle, None)
 
     def rewrite_sync(self, catalog: bytes) -> Rewritten | None:
         """The rewritten span and its handle, or None (fail closed: forward the original)."""
