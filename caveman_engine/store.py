@@ -854,6 +854,12 @@ class Store(StoreBase):
                 raise StoreError(f"ccr vacuum: {exc}") from None
 
 
+def run_statement(conn, stmt: str):
+    """One statement of a migration file shipped in ``store/`` (or ``store/pg/``): the only
+    SQL any backend runs that is not a literal in the code."""
+    return conn.execute(stmt)
+
+
 def _statements(sql: str) -> list[str]:
     """Split a migration file into statements (no semicolons inside our literals)."""
     body = "\n".join(line for line in sql.splitlines() if not line.lstrip().startswith("--"))

@@ -56,6 +56,7 @@ from .store import (
     handle_for,
     mask_url,
     rfc3339_nano,
+    run_statement,
 )
 
 DEFAULT_CONNECT_TIMEOUT = 5  # seconds
@@ -63,15 +64,49 @@ DEFAULT_STATEMENT_TIMEOUT_MS = 15_000
 DEFAULT_TCP_USER_TIMEOUT_MS = 15_000
 DEFAULT_POOL_MAX = 8
 MIGRATION_LOCK = 0x63636D6967726174  # "ccmigrat": pg_advisory_xact_lock key for migrations
-MIGRATIONS_TABLE = "ccr_schema_migrations"
 
-_USED = (
-    "SELECT ((SELECT COALESCE(SUM(LENGTH(original) + COALESCE(LENGTH(metadata), 0)), 0)"
-    " FROM recoveries) + (SELECT COALESCE(SUM(LENGTH(data) + LENGTH(dependencies_json)), 0)"
-    " FROM typed_objects))::bigint"
-)
-_LOCK_USAGE = "SELECT used_bytes FROM ccr_usage WHERE id = 1 FOR UPDATE"
-_ADD_USAGE = "UPDATE ccr_usage SET used_bytes = used_bytes + %s WHERE id = 1"
+# Every statement below is a literal with bound parameters (tests/test_security.py checks it);
+# the only other SQL is the migration files of store/pg/, run through store.run_statement.
+
+
+def _used(conn) -> int:
+    """Bytes the originals hold, counted from the tables (ccr_spec §7.1)."""
+    return int(conn.execute(
+        "SELECT ((SELECT COALESCE(SUM(LENGTH(original) + COALESCE(LENGTH(metadata), 0)), 0)"
+        " FROM recoveries) + (SELECT COALESCE(SUM(LENGTH(data) + LENGTH(dependencies_json)),"
+        " 0) FROM typed_objects))::bigint").fetchone()[0])
+
+
+def _recount(conn) -> None:
+    """Set the budget row to what the tables hold (hold the row lock first)."""
+    conn.execute(
+        "UPDATE ccr_usage SET used_bytes = ((SELECT COALESCE(SUM(LENGTH(original)"
+        " + COALESCE(LENGTH(metadata), 0)), 0) FROM recoveries) + (SELECT COALESCE(SUM("
+        "LENGTH(data) + LENGTH(dependencies_json)), 0) FROM typed_objects))::bigint"
+        " WHERE id = 1")
+
+
+def _add_usage(conn, delta: int) -> None:
+    conn.execute("UPDATE ccr_usage SET used_bytes = used_bytes + %s WHERE id = 1", (delta,))
+
+
+def _blob_row(conn, original: bytes, handle: str, *, lock: bool):
+    if lock:
+        return conn.execute(
+            "SELECT content_type, compressor, tokens_before, tokens_after, original = %s,"
+            " metadata, (LENGTH(original) + COALESCE(LENGTH(metadata), 0))::bigint"
+            " FROM recoveries WHERE handle = %s FOR UPDATE", (original, handle)).fetchone()
+    return conn.execute(
+        "SELECT content_type, compressor, tokens_before, tokens_after, original = %s,"
+        " metadata, (LENGTH(original) + COALESCE(LENGTH(metadata), 0))::bigint"
+        " FROM recoveries WHERE handle = %s", (original, handle)).fetchone()
+
+
+def _object_row(conn, object_id: str):
+    return conn.execute(
+        "SELECT object_type, content_hash, source, repository_state, session_id,"
+        " transform_version, dependencies_json, data FROM typed_objects WHERE object_id = %s",
+        (object_id,)).fetchone()
 
 
 def pg_migrations() -> list[tuple[int, str, str]]:
@@ -285,24 +320,24 @@ class PgStore(StoreBase):
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
             conn.execute(
-                f"CREATE TABLE IF NOT EXISTS {MIGRATIONS_TABLE} (version INTEGER PRIMARY KEY,"
+                "CREATE TABLE IF NOT EXISTS ccr_schema_migrations (version INTEGER PRIMARY KEY,"
                 " name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())")
-            done = {r[0] for r in conn.execute(f"SELECT version FROM {MIGRATIONS_TABLE}")}
+            done = {r[0] for r in conn.execute("SELECT version FROM ccr_schema_migrations")}
             for number, name, sql in migrations:
                 if number in done:
                     continue
                 for stmt in _statements(sql):
-                    conn.execute(stmt)
-                conn.execute(f"INSERT INTO {MIGRATIONS_TABLE} (version, name) VALUES (%s, %s)",
+                    run_statement(conn, stmt)
+                conn.execute("INSERT INTO ccr_schema_migrations (version, name) VALUES (%s, %s)",
                              (number, name))
 
     @staticmethod
     def _schema_version(conn) -> int:
-        row = conn.execute(f"SELECT to_regclass('{MIGRATIONS_TABLE}') IS NOT NULL").fetchone()
+        row = conn.execute("SELECT to_regclass('ccr_schema_migrations') IS NOT NULL").fetchone()
         if not row[0]:
             return 0
         return int(conn.execute(
-            f"SELECT COALESCE(MAX(version), 0) FROM {MIGRATIONS_TABLE}").fetchone()[0])
+            "SELECT COALESCE(MAX(version), 0) FROM ccr_schema_migrations").fetchone()[0])
 
     # -- writes
 
@@ -313,20 +348,17 @@ class PgStore(StoreBase):
         handle = handle_for(original)
         meta = bytes(metadata) if metadata else None
         wanted = (content_type, compressor, tokens_before, tokens_after)
-        select = ("SELECT content_type, compressor, tokens_before, tokens_after, original = %s,"
-                  " metadata, (LENGTH(original) + COALESCE(LENGTH(metadata), 0))::bigint"
-                  " FROM recoveries WHERE handle = %s")
 
         def unchanged(row) -> bool:
             return (row is not None and tuple(row[:4]) == wanted and row[4] is True
                     and (bytes(row[5]) if row[5] else None) == meta)
 
         def work(conn):
-            if unchanged(conn.execute(select, (original, handle)).fetchone()):
+            if unchanged(_blob_row(conn, original, handle, lock=False)):
                 return handle  # no write, no lock, no budget check
             with conn.transaction():
                 used = self._lock_usage(conn)
-                row = conn.execute(select + " FOR UPDATE", (original, handle)).fetchone()
+                row = _blob_row(conn, original, handle, lock=True)
                 if unchanged(row):
                     return handle
                 existing = int(row[6]) if row is not None else 0
@@ -353,19 +385,20 @@ class PgStore(StoreBase):
                         " original = %s, metadata = %s WHERE handle = %s",
                         (now, ct, comp, before, after, original, kept, handle))
                     stored = len(original) + len(kept or b"")
-                conn.execute(_ADD_USAGE, (stored - existing,))
+                _add_usage(conn, stored - existing)
             return handle
 
         return self._run("ccr put", work)
 
     @staticmethod
     def _lock_usage(conn) -> int:
-        row = conn.execute(_LOCK_USAGE).fetchone()
+        row = conn.execute("SELECT used_bytes FROM ccr_usage WHERE id = 1 FOR UPDATE").fetchone()
         if row is None:  # the row was deleted by hand: recreate it from the tables
             conn.execute("INSERT INTO ccr_usage (id, used_bytes) VALUES (1, 0)"
                          " ON CONFLICT (id) DO NOTHING")
-            conn.execute("UPDATE ccr_usage SET used_bytes = (" + _USED + ") WHERE id = 1")
-            row = conn.execute(_LOCK_USAGE).fetchone()
+            conn.execute("SELECT used_bytes FROM ccr_usage WHERE id = 1 FOR UPDATE")
+            _recount(conn)
+            row = conn.execute("SELECT used_bytes FROM ccr_usage WHERE id = 1").fetchone()
         return int(row[0])
 
     def put_object(self, data: bytes, *, object_type: str, session_id: str, source: str = "",
@@ -387,9 +420,6 @@ class PgStore(StoreBase):
         deps = json.dumps(dependencies, separators=(",", ":")) if dependencies else "null"
         wanted = (object_type, content_hash, source, repository_state, session_id,
                   transform_version, deps, data)
-        select = ("SELECT object_type, content_hash, source, repository_state, session_id,"
-                  " transform_version, dependencies_json, data FROM typed_objects"
-                  " WHERE object_id = %s")
 
         def same(row) -> bool:
             if tuple(row[:7]) != wanted[:7] or bytes(row[7]) != data:
@@ -397,12 +427,12 @@ class PgStore(StoreBase):
             return True
 
         def work(conn):
-            row = conn.execute(select, (object_id,)).fetchone()
+            row = _object_row(conn, object_id)
             if row is not None and same(row):
                 return object_id
             with conn.transaction():
                 used = self._lock_usage(conn)
-                row = conn.execute(select, (object_id,)).fetchone()
+                row = _object_row(conn, object_id)
                 if row is not None and same(row):
                     return object_id
                 size = len(data) + len(deps)
@@ -417,7 +447,7 @@ class PgStore(StoreBase):
                     (object_id, object_type, content_hash, source, rfc3339_nano(),
                      repository_state, session_id, transform_version, deps, len(data),
                      len(data), data))
-                conn.execute(_ADD_USAGE, (size,))
+                _add_usage(conn, size)
             return object_id
 
         return self._run("ccr typed object put", work)
@@ -428,14 +458,16 @@ class PgStore(StoreBase):
         check_handle(handle)
         if handle.startswith("ccr_obj_"):
             return self.get_object_data(handle)
-        return self._fetch("SELECT original FROM recoveries WHERE handle = %s", handle)
+        return self._bytes("ccr get", lambda conn: conn.execute(
+            "SELECT original FROM recoveries WHERE handle = %s", (handle,)).fetchone())
 
     def get_object_data(self, object_id: str) -> bytes:
         check_handle(object_id)
-        return self._fetch("SELECT data FROM typed_objects WHERE object_id = %s", object_id)
+        return self._bytes("ccr get", lambda conn: conn.execute(
+            "SELECT data FROM typed_objects WHERE object_id = %s", (object_id,)).fetchone())
 
-    def _fetch(self, sql: str, key: str, what: str = "ccr get") -> bytes:
-        row = self._run(what, lambda conn: conn.execute(sql, (key,)).fetchone())
+    def _bytes(self, what: str, query) -> bytes:
+        row = self._run(what, query)
         if row is None:
             raise NotFound()
         return bytes(row[0])
@@ -456,7 +488,7 @@ class PgStore(StoreBase):
                     " COALESCE(SUM(tokens_before), 0)::bigint,"
                     " COALESCE(SUM(tokens_after), 0)::bigint FROM recoveries"
                     " GROUP BY content_type").fetchall()
-                used = int(conn.execute(_USED).fetchone()[0])
+                used = _used(conn)
             return rows, used
 
         rows, used = self._run("ccr summary", work)
@@ -512,9 +544,11 @@ class PgStore(StoreBase):
     def read(self, entry: Entry) -> bytes | None:
         try:
             if entry.kind == "blob":
-                return self._fetch("SELECT original FROM recoveries WHERE handle = %s",
-                                   entry.key)
-            return self._fetch("SELECT data FROM typed_objects WHERE object_id = %s", entry.key)
+                return self._bytes("ccr get", lambda conn: conn.execute(
+                    "SELECT original FROM recoveries WHERE handle = %s",
+                    (entry.key,)).fetchone())
+            return self._bytes("ccr get", lambda conn: conn.execute(
+                "SELECT data FROM typed_objects WHERE object_id = %s", (entry.key,)).fetchone())
         except NotFound:
             return None
 
@@ -522,9 +556,9 @@ class PgStore(StoreBase):
         if entry.kind != "blob":
             return None
         try:
-            data = self._fetch(
+            data = self._bytes("ccr get", lambda conn: conn.execute(
                 "SELECT COALESCE(metadata, ''::bytea) FROM recoveries WHERE handle = %s",
-                entry.key)
+                (entry.key,)).fetchone())
         except NotFound:
             return None
         return data or None
@@ -533,7 +567,7 @@ class PgStore(StoreBase):
         def work(conn):
             with self._snapshot(conn):
                 rows = self._list(conn)
-                used = int(conn.execute(_USED).fetchone()[0])
+                used = _used(conn)
                 version = self._schema_version(conn)
             return rows, used, version
 
@@ -551,7 +585,7 @@ class PgStore(StoreBase):
         if dry_run:
             def look(conn):
                 with self._snapshot(conn):
-                    used = int(conn.execute(_USED).fetchone()[0])
+                    used = _used(conn)
                     return chosen(self._list(conn)), used
 
             gone, used = self._run("ccr purge", look)
@@ -560,7 +594,7 @@ class PgStore(StoreBase):
         def work(conn):
             with conn.transaction():
                 self._lock_usage(conn)
-                before = int(conn.execute(_USED).fetchone()[0])
+                before = _used(conn)
                 gone = chosen(self._list(conn))
                 blobs = [e.key for e in gone if e.kind == "blob"]
                 objects = [e.key for e in gone if e.kind == "object"]
@@ -569,7 +603,7 @@ class PgStore(StoreBase):
                 if objects:
                     conn.execute("DELETE FROM typed_objects WHERE object_id = ANY(%s)",
                                  (objects,))
-                after = int(conn.execute(_USED).fetchone()[0])
+                after = _used(conn)
                 conn.execute("UPDATE ccr_usage SET used_bytes = %s WHERE id = 1", (after,))
             return gone, before, after
 
@@ -584,7 +618,7 @@ class PgStore(StoreBase):
             conn.execute("VACUUM FULL recoveries, typed_objects")
             with conn.transaction():
                 self._lock_usage(conn)
-                conn.execute("UPDATE ccr_usage SET used_bytes = (" + _USED + ") WHERE id = 1")
+                _recount(conn)
             return True
 
         return self._run("ccr vacuum", work)
