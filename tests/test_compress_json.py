@@ -105,14 +105,15 @@ def _compact(v) -> bytes:
 
 
 def test_seams_come_from_top_level_members_only() -> None:
-    # A level shift in a top-level member present in every element keeps both seam elements.
-    top = _compact([{"k": "a", "v": 0 if i < 10 else 1000} for i in range(20)])
+    # A level shift in a noisy top-level member present in every element keeps both seam
+    # elements (9 and 10).
+    top = _compact([{"k": "a", "v": (i * 7) % 5 + (100 if i >= 10 else 0)} for i in range(20)])
     assert jsonc.compress(top).data == (
-        b'[{"k":"a","v":0},{"k":"a","v":0},{"k":"a","v":0},'
-        b'{"__caveman_elided__":6,"__caveman_invariants__":"all k=a v=0"},'
-        b'{"k":"a","v":0},{"k":"a","v":1000},'
-        b'{"__caveman_elided__":7,"__caveman_invariants__":"all k=a v=1000"},'
-        b'{"k":"a","v":1000},{"k":"a","v":1000}]'
+        b'[{"k":"a","v":0},{"k":"a","v":2},{"k":"a","v":4},'
+        b'{"__caveman_elided__":6,"__caveman_invariants__":"all k=a; range v=0..4"},'
+        b'{"k":"a","v":3},{"k":"a","v":100},'
+        b'{"__caveman_elided__":7,"__caveman_invariants__":"all k=a; range v=100..104"},'
+        b'{"k":"a","v":101},{"k":"a","v":103}]'
     )
     # The same shift in a nested leaf (like a DevTools node's chromeRole.value) is no seam:
     # with no top-level numeric member the series is the element length, constant here.
@@ -122,6 +123,34 @@ def test_seams_come_from_top_level_members_only() -> None:
         b'{"__caveman_elided__":15,"__caveman_invariants__":"all k=a"},'
         b'{"k":"a","m":{"v":9000}},{"k":"a","m":{"v":9000}}]'
     )
+
+
+def _series(xs: list[float]) -> list[int]:
+    """Split points (the right-hand seam element of each pair), in acceptance order."""
+    return jsonc._change_points({"v": [float(x) for x in xs]}, [0] * len(xs))[1::2]
+
+
+def test_seam_noise_level_comes_from_neighbour_differences() -> None:
+    # The noise level is median|x[i+1]-x[i]| / (0.6745·√2) over the whole series, so every
+    # segment of a ramp (DevTools backendDOMNodeId in document order) still splits, while a
+    # lone spike in noise splits only on its two sides (xjson__api_results: 116|117|118).
+    wobbly_ramp = [10 * i + (3 if i % 2 else 0) for i in range(24)]
+    assert _series(wobbly_ramp) == [12, 6, 18]
+    spike = [(i * 7) % 5 for i in range(24)]
+    spike[10] = 500
+    assert _series(spike) == [11, 10]
+    # Mostly-equal neighbours give a zero noise level: no seams, even across a clean step.
+    assert _series([0] * 12 + [1000] * 12) == []
+    # A constant slope is never segmented.
+    assert _series([3 * i for i in range(24)]) == []
+
+
+def test_seams_breadth_first_at_most_eight() -> None:
+    # Segments are examined in the order they were created (a FIFO queue), segments shorter
+    # than 8 are not examined, and the 9th split is never made. Depth first would give
+    # 40, 20, 10, 5, 15, 30, 25, 35 instead.
+    wobbly_ramp = [10 * i + (3 if i % 2 else 0) for i in range(80)]
+    assert _series(wobbly_ramp) == [40, 20, 60, 10, 30, 50, 70, 5]
 
 
 def test_no_seams_when_top_level_numbers_miss_some_elements() -> None:

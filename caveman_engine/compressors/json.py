@@ -28,7 +28,7 @@ Z_THRESHOLD = 2.0
 Z_MIN_VALUES = 4
 CUSUM_MIN_POINTS = 8
 CUSUM_MAX_SPLITS = 8
-CUSUM_THRESHOLD = 1.358  # max|S| / (robust sigma * sqrt(n)), Kolmogorov 5%
+CUSUM_THRESHOLD = 1.358  # max|S| / (noise level * sqrt(segment length)), Kolmogorov 5%
 
 ELIDED_KEY = "__caveman_elided__"
 INVARIANTS_KEY = "__caveman_invariants__"
@@ -237,6 +237,12 @@ def _anomalies(series: list[float | None]) -> list[int]:
 def _change_points(paths: dict[str, list[float | None]], lengths: list[int]) -> list[int]:
     """Seam elements (both sides of every accepted split) of a CUSUM binary segmentation.
 
+    Segments are examined breadth first (FIFO, left half before right half), only when at
+    least 8 long, until 8 splits were made. A segment splits after the element where the
+    running sum of deviations from the segment mean peaks, when that peak is at least
+    1.358 · noise · √length; the noise level is one figure for the whole series, taken from
+    its neighbour differences (:func:`_noise_scale`).
+
     The series is the highest-variance *top-level* numeric member present in every element
     (nested leaves such as ``chromeRole.value`` count for anomalies, never for seams). When no
     element has a top-level numeric member at all, the series is the element lengths; when
@@ -261,14 +267,15 @@ def _change_points(paths: dict[str, list[float | None]], lengths: list[int]) -> 
     n = len(series)
     if n < CUSUM_MIN_POINTS or _constant_slope(series):
         return []
-    med = _median(series)
-    scale = _median([abs(v - med) for v in series]) / 0.6745
+    scale = _noise_scale(series)
     if scale <= 0:
         return []
     splits: list[int] = []
-    todo = [(0, n)]
-    while todo and len(splits) < CUSUM_MAX_SPLITS:
-        lo, hi = todo.pop()
+    queue = [(0, n)]  # breadth first: segments are examined in the order they were created
+    head = 0
+    while head < len(queue) and len(splits) < CUSUM_MAX_SPLITS:
+        lo, hi = queue[head]
+        head += 1
         if hi - lo < CUSUM_MIN_POINTS:
             continue
         seg_mean = sum(series[lo:hi]) / (hi - lo)
@@ -282,12 +289,22 @@ def _change_points(paths: dict[str, list[float | None]], lengths: list[int]) -> 
         if at < 0 or peak < CUSUM_THRESHOLD * scale * math.sqrt(hi - lo):
             continue
         splits.append(at)
-        todo.append((at, hi))
-        todo.append((lo, at))
+        queue.append((lo, at))
+        queue.append((at, hi))
     out: list[int] = []
     for s in splits:
         out.extend((s - 1, s))
     return out
+
+
+def _noise_scale(xs: list[float]) -> float:
+    """Robust noise level of the whole series from its first differences:
+    median(|x[i+1] - x[i]|) / (0.6745 * sqrt 2). A steady trend or a single level shift
+    barely moves it, so segments of a ramp keep splitting while white noise does not. It is
+    0 when most neighbours are equal — then there are no seams at all (npm-view-express:
+    version strings whose lengths mostly repeat)."""
+    diffs = [abs(xs[i + 1] - xs[i]) for i in range(len(xs) - 1)]
+    return _median(diffs) / (0.6745 * math.sqrt(2))
 
 
 def _is_top_level(path: str) -> bool:
