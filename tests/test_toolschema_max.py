@@ -398,3 +398,11 @@ def test_mongodb_fixture_accepts_the_same_calls():
         for (_, sx), (_, sy) in zip(x.schemas(), y.schemas(), strict=True):
             status, *_ = verify.compare_schemas(envelope.to_plain(sx), envelope.to_plain(sy), examples=5)
             assert status != verify.DIFFERENT, x.name
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+@given(st.lists(_TOOL, min_size=1, max_size=2, unique_by=lambda t: t["name"]))
+def test_generated_catalogs_idempotent(tools):
+    once = toolschema_max.compress(json.dumps(tools, indent=1).encode())
+    again = toolschema_max.compress(once)
+    assert again is None or again == once

@@ -28,6 +28,9 @@ SAFETY_CLASS = "S4"
 
 # Rules that only toolschema-max runs (after the safe rules): they rewrite annotations and tool
 # metadata that restate what the schema or the MCP specification already says.
+# markdown_emphasis also runs before the reducer, so that its sentence split sees what a second
+# compression would see.
+PRE_RULES = ("markdown_emphasis",)
 MAX_RULES = ("desc_whitespace", "markdown_emphasis", "mcp_hints", "branch_descriptions", "restated_facts")
 
 _ENVELOPE_KEYS = frozenset(("name", "input_schema", "inputSchema", "parameters", "function", "tools"))
@@ -49,9 +52,21 @@ def _names(schema: Any, into: set[str]) -> None:
             into.update(x for x in req if isinstance(x, str))
 
 
+def shrink_description(text: str, protected: set[str]) -> str:
+    """The prose guard's shrink, repeated until it changes nothing (a drop can expose another
+    one: "You can You can." loses one leader per pass), so compressing twice changes nothing."""
+    from ..catalog import prose_guard
+
+    for _ in range(4):
+        new = prose_guard.shrink_description(text, protected)
+        if new == text:
+            break
+        text = new
+    return text
+
+
 def _shrink_schema(schema: Any, protected: set[str]) -> None:
     from ..catalog import schema as js
-    from ..catalog.prose_guard import shrink_description
 
     for node in js.nodes(schema):
         d = node.get("description")
@@ -63,9 +78,9 @@ def compress_tree(doc: Any) -> Any:
     """The whole transform on a decoded tree; returns a new tree (``doc`` is not modified)."""
     from ..catalog import envelope, safe
     from . import toolschema
-    from ..catalog.prose_guard import shrink_description
 
-    tree = safe.apply_tree(toolschema.compress_tree(safe.apply_tree(doc)), MAX_RULES)
+    tree = safe.apply_tree(safe.apply_tree(doc), PRE_RULES)
+    tree = safe.apply_tree(toolschema.compress_tree(tree), MAX_RULES)
     tools = envelope.iter_tools(tree)
     if not tools:
         if envelope.is_bare_schema(tree):
