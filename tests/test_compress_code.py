@@ -11,6 +11,8 @@ and check that every signature survives and that a second pass changes nothing.
 from __future__ import annotations
 
 import json
+import random
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -339,3 +341,196 @@ def test_never_raises_output_reparses_and_is_stable(parts):
     if out is not None:
         assert out != data
         assert code.compress(out) is None
+
+
+# -- early decline (issue 16) -------------------------------------------------------------------
+# Non-code input must be refused without parsing all of it with every candidate grammar, and the
+# early path must decide exactly as a full parse does. ``code.EARLY_DECLINE = False`` is the
+# internal switch to the full parse. No timing asserts: speed targets live in benchmarks/.
+
+ALL_GRAMMARS = ("python", "go", "rust", "java", "c", "cpp", "javascript", "typescript", "tsx")
+
+
+@contextmanager
+def full_parse():
+    saved = code.EARLY_DECLINE
+    code.EARLY_DECLINE = False
+    try:
+        yield
+    finally:
+        code.EARLY_DECLINE = saved
+
+
+def assert_same_as_full_parse(data: bytes, grammars=ALL_GRAMMARS) -> bytes | None:
+    """compress() and every grammar's clean/unclean verdict agree between both paths."""
+    early = code.compress(data)
+    early_clean = [code._clean_parse(name, data) is not None for name in grammars]
+    with full_parse():
+        full = code.compress(data)
+        full_clean = [code._clean_parse(name, data) is not None for name in grammars]
+    assert early == full
+    assert early_clean == full_clean, list(zip(grammars, early_clean, full_clean))
+    return early
+
+
+class _Recording:
+    """Wraps a tree-sitter Parser and records the last byte offset each parse reported."""
+
+    def __init__(self, parser):
+        object.__setattr__(self, "_parser", parser)
+        object.__setattr__(self, "stops", [])
+
+    def parse(self, source, *args, progress_callback=None, **kwargs):
+        if progress_callback is None:
+            return self._parser.parse(source, *args, **kwargs)
+        seen = [0]
+
+        def progress(offset, has_error):
+            seen[0] = offset
+            return progress_callback(offset, has_error)
+
+        try:
+            return self._parser.parse(source, *args, progress_callback=progress, **kwargs)
+        finally:
+            self.stops.append(seen[0])
+
+    def __getattr__(self, name):
+        return getattr(self._parser, name)
+
+    def __setattr__(self, name, value):
+        setattr(self._parser, name, value)
+
+    def __delattr__(self, name):
+        delattr(self._parser, name)
+
+
+def _rng_bytes(seed: int, n: int, alphabet: bytes | None = None) -> bytes:
+    rng = random.Random(seed)
+    if alphabet is None:
+        return rng.randbytes(n)
+    return bytes(rng.choice(alphabet) for _ in range(n))
+
+
+PRINTABLE = bytes(range(0x20, 0x7F)) + b"\n"
+LOG_LINES = b"".join(
+    b"2024-05-01 12:00:%02d INFO worker-%d: request {id=%d} => status %d in %dms\n"
+    % (i % 60, i % 7, i, 200 + i % 3, i % 97)
+    for i in range(4000)
+)
+
+
+def _not_code_inputs():
+    yield pytest.param(_rng_bytes(1, 1 << 18), id="random-bytes")
+    yield pytest.param(_rng_bytes(2, 1 << 18, PRINTABLE), id="random-printable")
+    yield pytest.param((GENERAL / "text__man-grep.txt.in").read_bytes() * 4, id="prose")
+    yield pytest.param(LOG_LINES, id="log")
+
+
+@pytest.mark.parametrize("data", list(_not_code_inputs()))
+def test_non_code_is_refused_after_reading_a_small_prefix(data, monkeypatch):
+    assert code.sniff(data) is not None and b"{" in data  # a grammar does run
+    recorders = {}
+    real = code._parser
+
+    def recording(name):
+        return recorders.setdefault(name, _Recording(real(name)))
+
+    monkeypatch.setattr(code, "_parser", recording)
+    assert code.compress(data) is None
+    stops = [stop for r in recorders.values() for stop in r.stops]
+    assert stops and max(stops) < 4096, stops  # each parse stopped near the start
+    monkeypatch.undo()
+    assert_same_as_full_parse(data[: 1 << 13])
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        pytest.param(_rng_bytes(3, 4096), id="random-bytes"),
+        pytest.param(_rng_bytes(4, 4096, PRINTABLE), id="random-printable"),
+        pytest.param((GENERAL / "xtext__gpl3.txt.in").read_bytes(), id="prose-no-braces"),
+        pytest.param((GENERAL / "text__semver-readme.md.in").read_bytes(), id="markdown"),
+        pytest.param((GENERAL / "log__npm-install-debug.log.in").read_bytes(), id="log"),
+        pytest.param(LOG_LINES[:20000], id="log-with-code-words"),
+        pytest.param((GENERAL / "json__npm-view-express.json.in").read_bytes(), id="json"),
+        pytest.param(
+            json.dumps(
+                {"handlers": [{"on": "x => x + 1", "const ": {"let ": i}} for i in range(50)]},
+                indent=2,
+            ).encode(),
+            id="json-with-code-words",
+        ),
+    ],
+)
+def test_non_code_passes_through(data):
+    assert assert_same_as_full_parse(data) is None
+
+
+def _code_inputs():
+    for path in fixture_files():
+        yield path.values[0]
+    yield from sorted(GENERAL.glob("code__*.in"))
+    yield from sorted(GENERAL.glob("xcode__*.in"))
+    for name in AGREEING_PASS_THROUGH:
+        yield GENERAL / name
+
+
+CODE_INPUTS = sorted(set(_code_inputs()))
+
+
+@pytest.mark.parametrize("path", CODE_INPUTS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_early_decline_agrees_with_full_parse_on_every_vector_and_fixture(path):
+    data = path.read_bytes()
+    assert_same_as_full_parse(data)
+
+
+COMPRESSING_FIXTURES = [p for p in CODE_INPUTS if p.with_name(p.name + ".expected").exists()]
+
+
+@pytest.mark.parametrize("path", COMPRESSING_FIXTURES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_real_file_with_one_junk_byte_appended(path):
+    data = path.read_bytes()
+    lang = path.parent.name
+    for junk in (b"\x01", b"}", b"@", b"\xff"):
+        out = assert_same_as_full_parse(data + junk, grammars=(lang,))
+        # the full-parse rule: the file's own grammar reports the junk, so it passes through
+        # (a C/TypeScript file may still be taken by the family's next grammar — same rule)
+        if parse(lang, data + junk).root_node.has_error and lang not in ("c", "typescript"):
+            assert out is None
+    # harmless trailing bytes (whitespace) keep it compressing, exactly as before
+    out = assert_same_as_full_parse(data + b"\n", grammars=(lang,))
+    assert out is not None
+
+
+# Real sources (fixtures, code vectors) small enough for a full parse of a broken copy to be quick.
+_MUTATION_SOURCES = [
+    p for p in CODE_INPUTS
+    if (p.parent.name != "general" or "code__" in p.name) and len(p.read_bytes()) <= 12_000
+]
+_SNIPPETS = [b"}", b"{", b"(", b")", b";", b"\n", b"/*", b"*/", b"\"", b"'", b"`", b"#", b":",
+             b"\x00", b"\xff", b"def ", b"fn ", b"=> {", b"    ", b"\\", b"<", b">"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.sampled_from(_MUTATION_SOURCES),
+    st.sampled_from(["insert", "delete", "truncate", "append", "replace"]),
+    st.floats(0, 1),
+    st.one_of(st.sampled_from(_SNIPPETS), st.binary(min_size=1, max_size=6)),
+    st.integers(1, 40),
+)
+def test_early_decline_agrees_with_full_parse_on_mutated_sources(path, kind, where, piece, span):
+    data = path.read_bytes()
+    at = int(where * len(data))
+    if kind == "insert":
+        data = data[:at] + piece + data[at:]
+    elif kind == "delete":
+        data = data[:at] + data[at + span :]
+    elif kind == "truncate":
+        data = data[:at]
+    elif kind == "append":
+        data = data + piece
+    else:
+        data = data[:at] + piece + data[at + len(piece) :]
+    family = code.sniff(path.read_bytes())
+    assert_same_as_full_parse(data, grammars=code._FAMILIES[family] if family else ALL_GRAMMARS)

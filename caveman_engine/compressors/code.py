@@ -30,11 +30,31 @@ Sniffing details the spec leaves open (all keyword tests use ASCII word boundari
   through, as in the reference (general/code__ts-rxjs-Observable.ts). The vectors pin the
   outcome, not the reference's exact hint list: every TypeScript vector it compresses has
   ``: string`` or ``: number``; the one it passes through has none of the hints above.
+
+Early decline (same decisions as parsing everything, at a fraction of the cost on input that is
+not source code — binary, random text, prose, logs — where tree-sitter's error recovery costs
+~10 µs per byte and a family may try up to three grammars):
+
+* A brace language's function body is a block that opens with ``{``: without a ``{`` in the
+  input there is nothing to elide, so no grammar runs.
+* A parse is stopped as soon as tree-sitter shows that every live parse version is in error —
+  its log reports ``resume version`` (all versions paused: error recovery begins) or its
+  progress callback reports ``has_error`` (every version paused or in the error state).
+  Versions only multiply from live ones and carry their errors along, so every tree the parse
+  could still return has an ERROR or MISSING node: the grammar would be refused anyway. This
+  holds only while no version can have finished: a stop is allowed only before the lexer has
+  asked for the end of the input (no end-of-input token yet, so nothing was accepted). The log
+  is slow (one Python call per message), so it is watched only for its first 256 messages (or
+  the first 100 parse actions), where prose, logs, markup and garbage fail (every non-code
+  conformance input that reaches a grammar does so within ~100 messages); ``has_error`` is
+  checked to the end.
+  ``EARLY_DECLINE = False`` parses everything (tests compare both paths).
 """
 
 from __future__ import annotations
 
 import re
+import threading
 
 CONTENT_TYPE = "code"
 SAFETY_CLASS = "S4"
@@ -103,6 +123,7 @@ _FAMILIES = {
 _EMPTY_BRACES = re.compile(rb"\{[ \t\r\n\f\v]*\}")
 
 _cache: dict[str, tuple[object, object]] = {}
+_local = threading.local()
 
 
 def sniff(data: bytes) -> str | None:
@@ -160,21 +181,101 @@ def _language(name: str):
 
 
 def _grammar(name: str):
-    """(Parser, Query) for a grammar, built once per process."""
+    """(Language, Query) for a grammar, built once per process."""
     got = _cache.get(name)
     if got is None:
-        from tree_sitter import Language, Parser, Query
+        from tree_sitter import Language, Query
 
         lang = Language(_language(name))
-        got = (Parser(lang), Query(lang, _QUERIES[name]))
+        got = (lang, Query(lang, _QUERIES[name]))
         _cache[name] = got
     return got
 
 
-def _clean_parse(name: str, data: bytes):
-    parser, _ = _grammar(name)
-    tree = parser.parse(data)
-    return None if tree.root_node.has_error else tree
+def _parser(name: str):
+    """A Parser for a grammar, one per thread: a parse calls back into Python (see below), so
+    another thread could otherwise enter the same parser mid-parse."""
+    parsers = getattr(_local, "parsers", None)
+    if parsers is None:
+        parsers = _local.parsers = {}
+    parser = parsers.get(name)
+    if parser is None:
+        from tree_sitter import Parser
+
+        parser = parsers[name] = Parser(_grammar(name)[0])
+    return parser
+
+
+# Internal switch for tests: False runs every parse to the end (the plain rule, no early stop).
+EARLY_DECLINE = True
+
+_RESUME = "resume version"
+_LOG_WINDOW = 256  # log messages watched per parse (about two per input byte)
+
+
+def _clean_parse(name: str, data: bytes, early: bool = True):
+    """The tree of ``data`` when it parses without any error, else None.
+
+    With ``EARLY_DECLINE`` the parse stops as soon as tree-sitter shows that no error-free
+    parse is left (see "Early decline" in the module notes): same answer, less work.
+    """
+    parser = _parser(name)
+    if not (early and EARLY_DECLINE) or not data:
+        tree = parser.parse(data)
+    else:
+        tree = _parse_until_doomed(parser, data)
+    return None if tree is None or tree.root_node.has_error else tree
+
+
+def _parse_until_doomed(parser, data: bytes):
+    """``parser.parse(data)``, or None once the tree is certain to contain an error."""
+    view = memoryview(data)
+    size = len(data)
+    reached_end = False  # the lexer has asked for bytes at or past the end of the input
+    doomed = False
+    logging = True
+    messages = 0
+
+    def read(offset: int, _point):
+        nonlocal reached_end
+        if offset >= size:
+            reached_end = True
+            return None
+        return view[offset:]  # one chunk from here to the end, as parse(bytes) hands it over
+
+    def log(_type, message: str) -> None:
+        nonlocal doomed, logging, messages
+        if not reached_end and message.startswith(_RESUME):
+            doomed = True
+        messages += 1
+        if messages >= _LOG_WINDOW and logging:
+            # The log costs a Python call per message: watch only the start, where prose and
+            # garbage fail. (Detaching from inside the callback is safe: the binding does not
+            # touch the logger after the call, and this closure is still referenced here.)
+            logging = False
+            del parser.logger
+
+    def progress(_offset: int, has_error: bool) -> bool:
+        nonlocal logging, cancelled
+        if logging:  # the log is watched for the first progress interval at most
+            logging = False
+            del parser.logger
+        cancelled = doomed or (has_error and not reached_end)
+        return cancelled
+
+    cancelled = False
+    parser.logger = log
+    try:
+        return parser.parse(read, progress_callback=progress)
+    except ValueError:  # "Parsing failed": tree-sitter returned no tree
+        if not cancelled:
+            raise
+        # A cancelled parser keeps its state to resume from; the next input starts afresh.
+        parser.reset()
+        return None
+    finally:
+        if logging:
+            del parser.logger
 
 
 def _bodies(name: str, tree) -> list[tuple[int, int]]:
@@ -214,10 +315,19 @@ def elide(name: str, data: bytes, tree) -> bytes | None:
     return b"".join(out)
 
 
+def _may_have_braces(family: str, data: bytes) -> bool:
+    if b"{" in data:
+        return True
+    # C and C++ also spell "{" as a digraph or trigraph (the grammars do not, today).
+    return family in ("c", "cpp") and (b"<%" in data or b"??<" in data)
+
+
 def compress(data: bytes) -> bytes | None:
     family = sniff(data)
     if family is None:
         return None
+    if family != "python" and not _may_have_braces(family, data):
+        return None  # a brace language's body is a block opened by "{": nothing to elide
     names = _FAMILIES[family]
     if family == "js" and not _TS_HINT.search(data):
         names = ("javascript",)
@@ -226,7 +336,8 @@ def compress(data: bytes) -> bytes | None:
         if tree is None:
             continue
         out = elide(name, data, tree)
-        if out is None or _clean_parse(name, out) is None:
+        # (our own output, from a clean tree: nothing to gain from stopping early)
+        if out is None or _clean_parse(name, out, early=False) is None:
             return None
         return out
     return None
