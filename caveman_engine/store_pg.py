@@ -53,7 +53,6 @@ from .store import (
     _statements,
     budget_from_env,
     check_handle,
-    handle_for,
     mask_url,
     rfc3339_nano,
     run_statement,
@@ -90,16 +89,20 @@ def _add_usage(conn, delta: int) -> None:
     conn.execute("UPDATE ccr_usage SET used_bytes = used_bytes + %s WHERE id = 1", (delta,))
 
 
-def _blob_row(conn, original: bytes, handle: str, *, lock: bool):
+def _blob_row(conn, digest: bytes, handle: str, *, lock: bool):
+    """The stored row for ``handle``; column 4 says whether its original has SHA-256
+    ``digest`` (compared on the server: the original is not sent or fetched again)."""
     if lock:
         return conn.execute(
-            "SELECT content_type, compressor, tokens_before, tokens_after, original = %s,"
-            " metadata, (LENGTH(original) + COALESCE(LENGTH(metadata), 0))::bigint"
-            " FROM recoveries WHERE handle = %s FOR UPDATE", (original, handle)).fetchone()
+            "SELECT content_type, compressor, tokens_before, tokens_after,"
+            " sha256(original) = %s, metadata,"
+            " (LENGTH(original) + COALESCE(LENGTH(metadata), 0))::bigint"
+            " FROM recoveries WHERE handle = %s FOR UPDATE", (digest, handle)).fetchone()
     return conn.execute(
-        "SELECT content_type, compressor, tokens_before, tokens_after, original = %s,"
-        " metadata, (LENGTH(original) + COALESCE(LENGTH(metadata), 0))::bigint"
-        " FROM recoveries WHERE handle = %s", (original, handle)).fetchone()
+        "SELECT content_type, compressor, tokens_before, tokens_after,"
+        " sha256(original) = %s, metadata,"
+        " (LENGTH(original) + COALESCE(LENGTH(metadata), 0))::bigint"
+        " FROM recoveries WHERE handle = %s", (digest, handle)).fetchone()
 
 
 def _object_row(conn, object_id: str):
@@ -344,8 +347,11 @@ class PgStore(StoreBase):
     def put(self, original: bytes, *, content_type: str, compressor: str, tokens_before: int,
             tokens_after: int, metadata: bytes | None = None) -> str:
         """Store ``original`` (upsert by content hash, ccr_spec §8.1); returns its handle."""
+        import hashlib
+
         original = bytes(original)
-        handle = handle_for(original)
+        digest = hashlib.sha256(original).digest()
+        handle = "ccr_" + digest[:16].hex()
         meta = bytes(metadata) if metadata else None
         wanted = (content_type, compressor, tokens_before, tokens_after)
 
@@ -354,11 +360,11 @@ class PgStore(StoreBase):
                     and (bytes(row[5]) if row[5] else None) == meta)
 
         def work(conn):
-            if unchanged(_blob_row(conn, original, handle, lock=False)):
+            if unchanged(_blob_row(conn, digest, handle, lock=False)):
                 return handle  # no write, no lock, no budget check
             with conn.transaction():
                 used = self._lock_usage(conn)
-                row = _blob_row(conn, original, handle, lock=True)
+                row = _blob_row(conn, digest, handle, lock=True)
                 if unchanged(row):
                     return handle
                 existing = int(row[6]) if row is not None else 0
@@ -379,11 +385,18 @@ class PgStore(StoreBase):
                         ct, comp, before, after = row[:4]
                     old_meta = bytes(row[5]) if row[5] is not None else None
                     kept = old_meta if old_meta else meta  # first writer wins
-                    conn.execute(
-                        "UPDATE recoveries SET created_at = %s, content_type = %s,"
-                        " compressor = %s, tokens_before = %s, tokens_after = %s,"
-                        " original = %s, metadata = %s WHERE handle = %s",
-                        (now, ct, comp, before, after, original, kept, handle))
+                    if row[4] is True:  # same bytes: not sent again
+                        conn.execute(
+                            "UPDATE recoveries SET created_at = %s, content_type = %s,"
+                            " compressor = %s, tokens_before = %s, tokens_after = %s,"
+                            " metadata = %s WHERE handle = %s",
+                            (now, ct, comp, before, after, kept, handle))
+                    else:
+                        conn.execute(
+                            "UPDATE recoveries SET created_at = %s, content_type = %s,"
+                            " compressor = %s, tokens_before = %s, tokens_after = %s,"
+                            " original = %s, metadata = %s WHERE handle = %s",
+                            (now, ct, comp, before, after, original, kept, handle))
                     stored = len(original) + len(kept or b"")
                 _add_usage(conn, stored - existing)
             return handle

@@ -109,14 +109,12 @@ class PgServer:
         self.watchdog: subprocess.Popen | None = None
         self.as_user: dict = {}
         if hasattr(os, "geteuid") and os.geteuid() == 0:
-            import grp
             import pwd
 
             nobody = pwd.getpwnam("nobody")
             self.as_user = {"user": nobody.pw_uid, "group": nobody.pw_gid,
                             "extra_groups": []}
             os.chown(self.dir, nobody.pw_uid, nobody.pw_gid)
-            del grp
         os.chmod(self.dir, 0o700)
         self.log = self.dir / "server.log"
 

@@ -214,6 +214,34 @@ def test_stats_json_is_identical_on_both_backends(store_dir, pg_url):
 # --------------------------------------------------------------------------- PostgreSQL only
 
 
+@pytest.mark.parametrize("url,shown", [
+    ("postgresql://u:secret@h:5432/db", "postgresql://u:***@h:5432/db"),
+    ("postgres://u@h/db?password=secret&sslmode=require",
+     "postgres://u@h/db?password=***&sslmode=require"),
+    ("postgresql://h/db", "postgresql://h/db"),
+    ("postgresql://u:p%40ss@h1,h2:5/db?sslpassword=x", "postgresql://u:***@h1,h2:5/db?sslpassword=***"),
+])
+def test_mask_url(url, shown):
+    assert ccr.mask_url(url) == shown
+    assert ccr.is_postgres_url(url) and not ccr.is_postgres_url("/tmp/postgresql.db")
+
+
+def test_connection_defaults_and_libpq_overrides():
+    from caveman_engine.store_pg import connection_params
+
+    p = connection_params("postgresql://u@h/db")
+    assert p["connect_timeout"] == "5" and p["tcp_user_timeout"] == "15000"
+    assert p["options"] == "-c statement_timeout=15000"
+    p = connection_params("postgresql://u@h/db?connect_timeout=9&sslmode=verify-full"
+                          "&sslrootcert=/etc/ca.pem&options=-c%20statement_timeout%3D100")
+    assert (p["connect_timeout"], p["sslmode"], p["sslrootcert"], p["options"]) == (
+        "9", "verify-full", "/etc/ca.pem", "-c statement_timeout=100")
+    with pytest.raises(StoreError, match="invalid PostgreSQL URL") as err:
+        connection_params(f"postgresql://u:{PASSWORD}@h/db?nonsense=1")
+    assert PASSWORD not in str(err.value)
+
+
+
 def test_url_selects_postgresql_and_masks_the_password(pg_url):
     for url in (pg_url, pg_url.replace("postgresql://", "postgres://", 1)):
         s = open_store(url)
