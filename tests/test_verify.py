@@ -393,3 +393,84 @@ def test_cli_help_documents_exit_codes(cli):
     for needle in ("0  same", "1  different", "2  cannot run", "3  inconclusive", "--min-instances",
                    "is a proof", "is sampling, not a proof"):
         assert needle in text
+
+
+# ----------------------------------------------------------------------------- speed-ups
+
+
+def _fresh_caches():
+    """Forget every memo, so that a run computes everything again (and forked workers inherit
+    nothing from an earlier run)."""
+    verify._MEMO.clear()
+    verify._DRAWN.clear()
+    verify._STRATEGIES.clear()
+
+
+def _same_report(a, b, **kw):
+    _fresh_caches()
+    serial = verify.report_json(verify.verify_docs(a, b, jobs=1, **kw))
+    _fresh_caches()
+    seen = []
+    parallel = verify.report_json(verify.verify_docs(a, b, jobs=2, progress=lambda d, t: seen.append((d, t)), **kw))
+    assert parallel == serial
+    return serial, seen
+
+
+def test_parallel_deduplicated_cached_run_gives_the_serial_report_on_a_real_catalog():
+    doc = _catalog(CORPUS / "filesystem.tools.json")
+    out, seen = _same_report(doc, safe.apply_tree(doc), examples=3)
+    tested = [s for s in out["schemas"] if s["status"] == verify.TESTED]
+    assert len(tested) >= 4  # enough distinct pairs for the pool to be used
+    assert out["verdict"] == "same"
+    # progress: from nothing settled to every tool settled, never backwards
+    tools = len(list(envelope.iter_tools(doc)))
+    assert seen[-1] == (tools, tools) and [d for d, _ in seen] == sorted(d for d, _ in seen)
+    assert all(t == tools for _, t in seen)
+
+
+def test_a_difference_in_one_of_two_identical_looking_tools_is_found():
+    """Pairs are deduplicated on the full (original, rewritten) pair: an original shared by two
+    tools, or a rewrite shared by two tools, does not make them one test."""
+    s = _obj({"n": {"type": "integer"}, "s": {"type": "string"}}, required=["n"])
+    ok = _obj({"n": {"type": ["integer"]}, "s": {"type": "string"}}, required=["n"])  # same calls
+    loose = _obj({"n": {"type": "number"}, "s": {"type": "string"}}, required=["n"])
+    other = _obj({"n": {"type": "integer", "minimum": 0}, "s": {"type": "string"}}, required=["n"])
+    a = [{"name": f"t{i}", "inputSchema": x} for i, x in enumerate([s, s, s, other, s])]
+    b = [{"name": f"t{i}", "inputSchema": x} for i, x in enumerate([ok, loose, ok, ok, ok])]
+    out, _ = _same_report(a, b, examples=5)
+    assert [(x["tool"], x["status"]) for x in out["schemas"]] == [
+        ("t0", verify.TESTED), ("t1", verify.DIFFERENT), ("t2", verify.TESTED),
+        ("t3", verify.DIFFERENT), ("t4", verify.TESTED)]
+    assert out["schemas"][0] == {**out["schemas"][2], "tool": "t0"}
+
+
+def test_jobs_serial_when_asked_or_too_few_pairs(monkeypatch):
+    monkeypatch.delenv("CAVEMAN_VERIFY_JOBS", raising=False)
+    assert verify._jobs(None, 1) == 1
+    assert verify._jobs(None, verify.PARALLEL_MIN_PAIRS - 1) == 1
+    assert verify._jobs(1, 50) == 1 and verify._jobs(2, 1) == 1
+    monkeypatch.setenv("CAVEMAN_VERIFY_JOBS", "1")
+    assert verify._jobs(None, 50) == 1
+
+
+def test_sample_source_keeps_what_is_accepted():
+    s = {"$schema": "http://json-schema.org/draft-07/schema#", "title": "T", "type": "object",
+         "properties": {"a": {"$ref": "#/definitions/A", "description": "d"}},
+         "definitions": {"A": {"$ref": "#/definitions/B"}, "B": {"type": "string"},
+                         "unused": {"type": "integer"}}}
+    assert verify._sample_source(s) == {
+        "type": "object", "properties": {"a": {"$ref": "#/definitions/A"}},
+        "definitions": {"A": {"$ref": "#/definitions/B"}, "B": {"type": "string"}}}
+    # anything but plain local references: definitions are left alone
+    for ref in ("#/definitions/missing", "other.json#/definitions/B", "#", "#/definitions/B%20"):
+        t = {"properties": {"a": {"$ref": ref}}, "definitions": {"B": {}, "unused": {}}}
+        assert verify._sample_source(t)["definitions"] == {"B": {}, "unused": {}}
+    # a reference into an annotation: the schema itself
+    r = {"default": {"type": "string"}, "properties": {"a": {"$ref": "#/default"}}}
+    assert verify._sample_source(r) is r
+
+
+def test_cli_no_progress_when_stderr_is_not_a_terminal(cli, files):
+    src, good, _ = files
+    r = cli("verify", str(src), str(good), "--examples", "2")
+    assert r.returncode == 0 and b"verify:" not in r.stderr

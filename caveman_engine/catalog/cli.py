@@ -284,7 +284,19 @@ def verify(original: str, rewritten: str, examples: int, min_instances: int, fmt
             _fail("verify", f"{src}: no tools found (expected an OpenAI, Anthropic or MCP catalog)")
         if envelope.depth(doc) > envelope.MAX_DEPTH:
             _fail("verify", f"{src}: nested deeper than {envelope.MAX_DEPTH} levels")
-    report = _v.verify_docs(a, b, examples=examples, min_instances=min_instances)
+    def show(done: int, total: int) -> None:
+        sys.stderr.write(f"\rverify: {done}/{total} tools")
+        sys.stderr.flush()
+
+    # one updating line on a terminal; nothing when stderr is a pipe or a file
+    progress = show if sys.stderr.isatty() else None
+    try:
+        report = _v.verify_docs(a, b, examples=examples, min_instances=min_instances,
+                                progress=progress)
+    finally:
+        if progress is not None:
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()
     if fmt == "json":
         import json
 

@@ -327,12 +327,61 @@ def tighten(schema: Any) -> Any:
     return out
 
 
+_STRATEGIES: dict[tuple, Any] = {}
+
+
+def _memoise_strategies() -> None:
+    """Build each ``hypothesis-jsonschema`` strategy once per distinct (sub)schema.
+
+    ``hypothesis-jsonschema`` rebuilds the strategy of every member of an object on *every*
+    object it draws (resolving references, canonicalising, compiling validators and
+    ``st.composite`` wrappers each time): most of the generation time on real catalogs. Its two
+    builders are pure functions of the (canonically serialised) schema, so they are wrapped
+    with a cache keyed by that serialisation; equal schemas get the very same strategy, which
+    draws exactly what a fresh one would. Only the default alphabet and no custom formats are
+    cached (all ``verify`` uses); a build that raises is not cached (it raises again)."""
+    try:
+        from hypothesis_jsonschema import _from_schema as m
+
+        if getattr(m, "_caveman_memoised", False):
+            return
+        build, merge = m.__dict__["__from_schema"], m.merged_as_strategies
+    except (ImportError, KeyError, AttributeError):  # another layout: no cache, same results
+        return
+
+    def cached(fn, what, schema, alphabet, custom_formats):
+        if custom_formats is not None:
+            return fn(schema, alphabet=alphabet, custom_formats=custom_formats)
+        try:
+            key = (what, getattr(alphabet, "allow_x00", None), getattr(alphabet, "codec", None),
+                   _key(schema))
+        except (TypeError, ValueError):
+            return fn(schema, alphabet=alphabet, custom_formats=custom_formats)
+        hit = _STRATEGIES.get(key)
+        if hit is None:
+            hit = _STRATEGIES[key] = fn(schema, alphabet=alphabet, custom_formats=custom_formats)
+            if len(_STRATEGIES) > 20000:
+                _STRATEGIES.pop(next(iter(_STRATEGIES)))
+        return hit
+
+    def from_schema_cached(schema, *, alphabet, custom_formats):
+        return cached(build, "one", schema, alphabet, custom_formats)
+
+    def merged_cached(schemas, *, alphabet, custom_formats):
+        return cached(merge, "merged", schemas, alphabet, custom_formats)
+
+    setattr(m, "__from_schema", from_schema_cached)
+    m.merged_as_strategies = merged_cached
+    m._caveman_memoised = True
+
+
 def draw(schema: Any, n: int) -> tuple[list[Any], str]:
     """Up to ``n`` distinct instances of ``schema`` and the generation error, if any (``""``).
     Whatever was drawn before an error is kept; the error is reported, never swallowed."""
     from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis_jsonschema import from_schema
 
+    _memoise_strategies()
     found: list[Any] = []
     error = ""
     with warnings.catch_warnings():
@@ -469,12 +518,92 @@ def _generate(src: Any, examples: int) -> tuple[list[Any], str]:
     """Instances of ``src``: mostly from its tightened copy (small, quick), some from the
     schema itself. The tightened copy is only a sampling aid, so its failure (it may be
     unsatisfiable where the schema is not) just moves the whole budget to the schema itself,
-    whose own generation error is returned."""
-    # copies: hypothesis-jsonschema resolves references in place
-    tight, tight_error = draw(tighten(src), examples)
-    budget = max(1, examples // 5) if tight and not tight_error else examples
-    loose, error = draw(envelope.copy_tree(src), budget)
-    return tight + loose, error
+    whose own generation error is returned. Drawn from :func:`_sample_source`, once per
+    distinct one."""
+    src = _sample_source(src)
+    key = (_key(src), examples)
+    hit = _DRAWN.get(key)
+    if hit is None:
+        # copies: hypothesis-jsonschema resolves references in place
+        tight, tight_error = draw(tighten(src), examples)
+        budget = max(1, examples // 5) if tight and not tight_error else examples
+        loose, error = draw(envelope.copy_tree(src), budget)
+        hit = _DRAWN[key] = (tight + loose, error)
+        if len(_DRAWN) > 1024:
+            _DRAWN.pop(next(iter(_DRAWN)))
+    return list(hit[0]), hit[1]
+
+
+def _sample_source(src: Any) -> Any:
+    """What instances are drawn from: ``src`` without annotations, its root ``$schema`` and
+    unreferenced definitions (a sampling aid like :func:`tighten`: none of these changes which
+    calls the schema accepts, the dialect was already checked when it compiled, and every
+    instance is validated against both real schemas). A rewrite that only drops those thus
+    draws the very same sample as its original, once. Unchanged when a reference points into
+    an annotation (stripping could change what it resolves to)."""
+    if not isinstance(src, dict) or _refs_into_annotations(src):
+        return src
+    out = strip_annotations(src)
+    out.pop("$schema", None)
+    _drop_unreferenced_defs(out)
+    return out
+
+
+def _drop_unreferenced_defs(schema: dict) -> None:
+    """Drop root ``$defs``/``definitions`` entries that no reference reaches from the rest of
+    the schema (in place): they cannot change what it accepts. Only with plain local
+    references (``#/$defs/name…``) and no ``$id``/``$anchor``/``$dynamicRef`` anywhere;
+    otherwise nothing is dropped."""
+    kws = [k for k in ("$defs", "definitions") if isinstance(schema.get(k), dict)]
+    if not kws:
+        return
+    refs_of: dict[Any, list[tuple[str, str]]] = {}
+
+    def refs(node: Any) -> list[tuple[str, str]] | None:
+        out: list[tuple[str, str]] = []
+        for n in js.nodes(node):
+            if {"$id", "id", "$anchor", "$dynamicRef", "$dynamicAnchor",
+                "$recursiveRef", "$recursiveAnchor"} & n.keys():
+                return None
+            ref = n.get("$ref")
+            if ref is None:
+                continue
+            parts = ref.split("/") if isinstance(ref, str) else []
+            if len(parts) < 3 or parts[0] != "#" or parts[1] not in kws or "%" in ref:
+                return None
+            name = parts[2].replace("~1", "/").replace("~0", "~")
+            if name not in schema[parts[1]]:
+                return None
+            out.append((parts[1], name))
+        return out
+
+    body = {k: v for k, v in schema.items() if k not in kws}
+    todo = refs(body)
+    if todo is None:
+        return
+    for kw in kws:
+        for name, sub in schema[kw].items():
+            found = refs(sub)
+            if found is None:
+                return
+            refs_of[(kw, name)] = found
+    keep: set[tuple[str, str]] = set()
+    while todo:
+        ref = todo.pop()
+        if ref not in keep:
+            keep.add(ref)
+            todo.extend(refs_of.get(ref, []))
+    for kw in kws:
+        kept = {name: sub for name, sub in schema[kw].items() if (kw, name) in keep}
+        if kept:
+            schema[kw] = kept
+        else:
+            del schema[kw]
+
+
+# Instances drawn per distinct schema (and budget): a schema that recurs on either side of
+# several pairs is drawn from once. Draws are derandomized, so this only saves time.
+_DRAWN: dict[tuple, tuple[list[Any], str]] = {}
 
 
 def _test(a: Any, b: Any, examples: int, mutants: int, need: int) -> Verdict:
@@ -494,11 +623,21 @@ def _test(a: Any, b: Any, examples: int, mutants: int, need: int) -> Verdict:
     directions: list[Direction] = []
     best = None  # (size, instance, accepted_by, detail)
     unverdicted = 0
-    for label, src, v_src in ((SIDES[0], a, va), (SIDES[1], b, vb)):
+    # Both verdicts of every distinct instance, shared by the two directions: a rewrite that
+    # changes little draws mostly the same instances from either side.
+    both: dict[str, tuple[Any, Any]] = {}
+
+    def verdicts(inst: Any, k: str) -> tuple[Any, Any]:
+        hit = both.get(k)
+        if hit is None:
+            hit = both[k] = (_verdict(va, inst), _verdict(vb, inst))
+        return hit
+
+    for label, src, i_src in ((SIDES[0], a, 0), (SIDES[1], b, 1)):
         d = Direction(label)
         directions.append(d)
         drawn, d.error = _generate(src, examples)
-        valid = [x for x in drawn if _verdict(v_src, x) is True]
+        valid = [x for x in drawn if verdicts(x, _key(x))[i_src] is True]
         seen: set[str] = set()
         pool = [(x, True) for x in valid]
         for x in valid:
@@ -508,7 +647,7 @@ def _test(a: Any, b: Any, examples: int, mutants: int, need: int) -> Verdict:
             if k in seen:
                 continue
             seen.add(k)
-            ra, rb = _verdict(va, inst), _verdict(vb, inst)
+            ra, rb = verdicts(inst, k)
             if isinstance(rb, Exception) and not isinstance(ra, Exception):
                 cand = (len(k), inst, "", "the rewritten schema cannot validate "
                         f"{_short(inst)}: {_error_text(rb)}")
@@ -561,45 +700,154 @@ def _index(doc: Any) -> dict[str, list[envelope.Tool]]:
     return out
 
 
+# Below this many distinct pairs to test, a worker pool costs more than it saves.
+PARALLEL_MIN_PAIRS = 4
+MAX_JOBS = 2
+
+
+def _jobs(requested: int | None, pairs: int) -> int:
+    """Worker processes for ``pairs`` distinct pairs to test: ``requested`` when given,
+    else ``CAVEMAN_VERIFY_JOBS`` when set (``1`` forces the serial path), else up to
+    :data:`MAX_JOBS` (the usable cores) once there are :data:`PARALLEL_MIN_PAIRS` pairs."""
+    import os
+
+    if requested is None:
+        env = os.environ.get("CAVEMAN_VERIFY_JOBS", "").strip()
+        if env.isdigit() and int(env) >= 1:
+            requested = int(env)
+        else:
+            try:
+                cores = len(os.sched_getaffinity(0))
+            except (AttributeError, OSError):
+                cores = os.cpu_count() or 1
+            requested = min(MAX_JOBS, cores) if pairs >= PARALLEL_MIN_PAIRS else 1
+    return max(1, min(requested, pairs))
+
+
+def _pool_context():
+    import multiprocessing as mp
+    import sys
+
+    # fork: the workers inherit the imported extra and the caches; elsewhere the safe default
+    if sys.platform.startswith("linux") and "fork" in mp.get_all_start_methods():
+        return mp.get_context("fork")
+    return mp.get_context()
+
+
 def verify_docs(original: Any, rewritten: Any, *, examples: int = DEFAULT_EXAMPLES,
                 mutants: int = DEFAULT_MUTANTS,
-                min_instances: int = DEFAULT_MIN_INSTANCES) -> Report:
-    """Compare two decoded catalogs (or two bare schemas). Raises :class:`MissingDependency`."""
+                min_instances: int = DEFAULT_MIN_INSTANCES, jobs: int | None = None,
+                progress=None) -> Report:
+    """Compare two decoded catalogs (or two bare schemas). Raises :class:`MissingDependency`.
+
+    Proven pairs (identical once annotations are stripped) are settled without generating
+    anything. The other pairs are tested once per distinct (original, rewritten) pair, keyed
+    by the canonical serialisation of *both* schemas; with ``jobs`` > 1 (default: 2 when at
+    least :data:`PARALLEL_MIN_PAIRS` distinct pairs need testing and two cores are usable;
+    ``CAVEMAN_VERIFY_JOBS=1`` forces the serial path) they are spread over a pool of worker
+    processes. Each test is derandomized and independent, so the report is the same either way,
+    in input order. ``progress(done, total)`` is called as tools are settled."""
     _require()
     report = Report(min_instances=min_instances)
     opts = {"examples": examples, "mutants": mutants, "min_instances": min_instances}
+    # One entry per outcome, in input order: a settled Outcome, or (name, part, job key).
+    entries: list[Any] = []
+    tool_of: list[int] = []  # the tool index of each entry
+    tests: dict[tuple, tuple] = {}  # job key -> (a, b), insertion (input) order
 
-    def add(name: str, part: str, x: Any, y: Any) -> None:
-        v = compare(envelope.to_plain(x), envelope.to_plain(y), **opts)
-        report.outcomes.append(Outcome(name, part, v.status, v.detail, v.counterexample,
-                                       v.accepted_by, v.directions))
+    def add(tool: int, name: str, part: str, x: Any, y: Any) -> None:
+        a, b = envelope.to_plain(x), envelope.to_plain(y)
+        tool_of.append(tool)
+        if is_proven(a, b):
+            entries.append(Outcome(name, part, PROVEN, "identical once annotations are stripped"))
+            return
+        key = (_key(a), _key(b))
+        tests.setdefault(key, (a, b))
+        entries.append((name, part, key))
+
+    def settled(tool: int, name: str, part: str, status: str, detail: str) -> None:
+        tool_of.append(tool)
+        entries.append(Outcome(name, part, status, detail))
 
     if envelope.is_bare_schema(original) and envelope.is_bare_schema(rewritten):
-        add("(schema)", "input", original, rewritten)
-        return report
-    ia, ib = _index(original), _index(rewritten)
-    for name in list(ia) + [n for n in ib if n not in ia]:
-        la, lb = ia.get(name, []), ib.get(name, [])
-        for k in range(max(len(la), len(lb))):
-            if k >= len(la) or k >= len(lb):
-                where = "rewritten" if k >= len(la) else "original"
-                report.outcomes.append(Outcome(name, "tool", DIFFERENT, f"only in the {where} catalog"))
-                continue
-            ta, tb = la[k], lb[k]
-            sa, sb = dict(ta.schemas()), dict(tb.schemas())
-            pairs = [("input", sa.get(ta.schema_key), sb.get(tb.schema_key))]
-            if envelope.OUTPUT_DOOR in sa or envelope.OUTPUT_DOOR in sb:
-                pairs.append(("output", sa.get(envelope.OUTPUT_DOOR), sb.get(envelope.OUTPUT_DOOR)))
-            for part, x, y in pairs:
-                if (x is None) != (y is None):
-                    where = "original" if y is None else "rewritten"
-                    report.outcomes.append(Outcome(name, part, DIFFERENT,
-                                                   f"schema only in the {where} catalog"))
-                elif x is None:
-                    report.outcomes.append(Outcome(name, part, PROVEN, "no schema on either side"))
-                else:
-                    add(name, part, x, y)
+        add(0, "(schema)", "input", original, rewritten)
+    else:
+        ia, ib = _index(original), _index(rewritten)
+        tool = -1
+        for name in list(ia) + [n for n in ib if n not in ia]:
+            la, lb = ia.get(name, []), ib.get(name, [])
+            for k in range(max(len(la), len(lb))):
+                tool += 1
+                if k >= len(la) or k >= len(lb):
+                    where = "rewritten" if k >= len(la) else "original"
+                    settled(tool, name, "tool", DIFFERENT, f"only in the {where} catalog")
+                    continue
+                ta, tb = la[k], lb[k]
+                sa, sb = dict(ta.schemas()), dict(tb.schemas())
+                pairs = [("input", sa.get(ta.schema_key), sb.get(tb.schema_key))]
+                if envelope.OUTPUT_DOOR in sa or envelope.OUTPUT_DOOR in sb:
+                    pairs.append(("output", sa.get(envelope.OUTPUT_DOOR),
+                                  sb.get(envelope.OUTPUT_DOOR)))
+                for part, x, y in pairs:
+                    if (x is None) != (y is None):
+                        where = "original" if y is None else "rewritten"
+                        settled(tool, name, part, DIFFERENT, f"schema only in the {where} catalog")
+                    elif x is None:
+                        settled(tool, name, part, PROVEN, "no schema on either side")
+                    else:
+                        add(tool, name, part, x, y)
+
+    verdicts = _run_tests(tests, opts, jobs, entries, tool_of, progress)
+    for e in entries:
+        if isinstance(e, Outcome):
+            report.outcomes.append(e)
+            continue
+        name, part, key = e
+        v = verdicts[key]
+        report.outcomes.append(Outcome(name, part, v.status, v.detail, v.counterexample,
+                                       v.accepted_by, v.directions))
     return report
+
+
+def _run_tests(tests: dict[tuple, tuple], opts: dict, jobs: int | None, entries: list,
+               tool_of: list[int], progress) -> dict[tuple, Verdict]:
+    """The verdict of every distinct pair to test, serially or over a pool; ``progress``
+    hears ``(tools settled, tools)`` at the start and after each pair."""
+    tools = (tool_of[-1] + 1) if tool_of else 0
+    pending: dict[int, set] = {}
+    for t, e in zip(tool_of, entries):
+        pending.setdefault(t, set())
+        if not isinstance(e, Outcome):
+            pending[t].add(e[2])
+    verdicts: dict[tuple, Verdict] = {}
+
+    def report_progress() -> None:
+        if progress is not None:
+            progress(sum(1 for need in pending.values() if not need - verdicts.keys()), tools)
+
+    report_progress()
+    keys = list(tests)
+    n = _jobs(jobs, len(keys))
+    if n <= 1:
+        for key in keys:
+            a, b = tests[key]
+            verdicts[key] = compare(a, b, **opts)
+            report_progress()
+        return verdicts
+    # Largest first, so that the last job to finish is a small one; results keyed, not ordered.
+    order = sorted(range(len(keys)), key=lambda i: -len(keys[i][0]) - len(keys[i][1]))
+    with _pool_context().Pool(n) as pool:
+        results = pool.imap_unordered(
+            _indexed_job, [(i, tests[keys[i]][0], tests[keys[i]][1], opts) for i in order])
+        for i, verdict in results:
+            verdicts[keys[i]] = verdict
+            report_progress()
+    return verdicts
+
+
+def _indexed_job(job: tuple) -> tuple[int, Verdict]:
+    i, a, b, opts = job
+    return i, compare(a, b, **opts)
 
 
 def outcome_line(o: Outcome) -> str:
