@@ -140,6 +140,17 @@ def resolve_path(*, create: bool = False) -> str:
     explicit = os.environ.get("CAVEMAN_CCR_DB", "")
     if explicit:
         return explicit
+    home = caveman_home()
+    if create:
+        try:
+            _mkdir_all(home, 0o700)
+        except OSError as exc:
+            raise StoreError(f"cannot create ~/.caveman: {exc}") from None
+    return os.path.join(home, "ccr.db")
+
+
+def caveman_home() -> str:
+    """``CAVEMAN_HOME``, else ``~/.caveman`` (not created here)."""
     home = os.environ.get("CAVEMAN_HOME", "")
     if not home:
         try:
@@ -147,12 +158,7 @@ def resolve_path(*, create: bool = False) -> str:
         except (RuntimeError, KeyError) as exc:
             raise StoreError(f"cannot resolve home directory: {exc}") from None
         home = str(user_home / ".caveman")
-    if create:
-        try:
-            _mkdir_all(home, 0o700)
-        except OSError as exc:
-            raise StoreError(f"cannot create ~/.caveman: {exc}") from None
-    return os.path.join(home, "ccr.db")
+    return home
 
 
 def _mkdir_all(path: str, mode: int) -> None:
@@ -387,6 +393,18 @@ class StoreBase(abc.ABC):
     @abc.abstractmethod
     def disk_usage(self) -> dict[str, int]:
         """Bytes the store takes where it lives (SQLite: file, -wal, -shm)."""
+
+    def cache_dir(self) -> Path | None:
+        """Where local caches (the tokenizer's rank cache) may live: beside a SQLite file;
+        for an in-memory store the Caveman home directory if it exists, else None. (The
+        PostgreSQL store uses the Caveman home, creating it 0700.)"""
+        if self.path != MEMORY:
+            return Path(self.path).parent
+        try:
+            home = caveman_home()
+        except StoreError:
+            return None
+        return Path(home) if os.path.isdir(home) else None
 
     def retrieve(self, handle: str) -> bytes:
         """Engine-level lookup (ccr_spec §9.2): blob or ``ccr_obj_`` id, then any typed id."""

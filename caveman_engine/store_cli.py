@@ -62,8 +62,9 @@ class Age(click.ParamType):
 
 AGE = Age()
 
-STORE_HELP = """See, vacuum, back up and purge the recovery store (the SQLite file that keeps
-every original behind a ccr_… handle), without rm.
+STORE_HELP = """See, vacuum, back up and purge the recovery store (the SQLite file, or the
+PostgreSQL database when CAVEMAN_CCR_DB is a postgresql:// URL, that keeps every original
+behind a ccr_… handle), without rm.
 
 \b
 Examples:
@@ -168,8 +169,9 @@ def _older_option(f):
 @_quiet_option
 def path_command(quiet: bool) -> None:
     """Print the path of the recovery store, resolved as `compress` resolves it:
-    CAVEMAN_CCR_DB if set (`:memory:` printed as is), else $CAVEMAN_HOME/ccr.db, else
-    ~/.caveman/ccr.db. Nothing is created, and the store need not exist yet.
+    CAVEMAN_CCR_DB if set (`:memory:` printed as is; a postgresql:// URL with its password
+    shown as ***), else $CAVEMAN_HOME/ccr.db, else ~/.caveman/ccr.db. Nothing is created, and
+    the store need not exist yet.
 
     \b
     Example:

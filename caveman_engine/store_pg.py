@@ -646,6 +646,20 @@ class PgStore(StoreBase):
 
         return {"db": self._run("ccr disk usage", work), "wal": 0, "shm": 0}
 
+    def cache_dir(self):
+        """Local caches (the tokenizer's rank cache) go to the Caveman home directory
+        (``CAVEMAN_HOME`` or ``~/.caveman``, created 0700), never near the URL."""
+        from pathlib import Path
+
+        from .store import _mkdir_all, caveman_home
+
+        try:
+            home = caveman_home()
+            _mkdir_all(home, 0o700)
+        except (StoreError, OSError):
+            return None
+        return Path(home)
+
     def used_bytes_row(self) -> int:
         """The budget row as it stands (tests compare it with the tables)."""
         return self._run("ccr usage", lambda conn: int(conn.execute(

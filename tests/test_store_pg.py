@@ -226,6 +226,22 @@ def test_mask_url(url, shown):
     assert ccr.is_postgres_url(url) and not ccr.is_postgres_url("/tmp/postgresql.db")
 
 
+def test_cache_dir_is_never_derived_from_the_url(tmp_path, monkeypatch, store_dir):
+    """The tokenizer's rank cache: beside a SQLite file; for PostgreSQL, the Caveman home
+    (created 0700), not a directory named after the URL."""
+    from caveman_engine.store_pg import PgStore
+
+    home = tmp_path / "home" / ".caveman"
+    monkeypatch.setenv("CAVEMAN_HOME", str(home))
+    with Store(str(store_dir / "ccr.db")) as s:
+        assert s.cache_dir() == store_dir
+    with Store(":memory:") as s:
+        assert s.cache_dir() is None and not home.exists()
+    s = PgStore("postgresql://u@127.0.0.1:1/db")
+    assert s.cache_dir() == home and (home.stat().st_mode & 0o777) == 0o700
+    s.close()
+
+
 def test_connection_defaults_and_libpq_overrides():
     from caveman_engine.store_pg import connection_params
 
