@@ -255,3 +255,94 @@ def test_never_raises_and_never_grows(parts, noise):
     data = "".join(parts).encode() + noise
     out = html.compress(data)
     assert out is None or (len(out) >= 200 and len(out) < len(data))
+
+
+# -- Pathological nesting: the HTML5 tree builder walks its stack of open elements at nearly
+# every tag and reopens pending formatting elements, so these documents are quadratic in the
+# parser. The linear pre-scan declines them before it sees them (a pass-through); sizes here
+# are far past the bound and still take a few milliseconds.
+
+PATHOLOGICAL = {
+    "div x 100,000": b"<div>" * 100_000,
+    "div x 1,000,000": b"<div>" * 1_000_000,
+    "b x n then /p x n": b"<b>" * 100_000 + b"</p>" * 100_000,
+    "div x 5,000 then /p x 1,000,000": b"<div>" * 5_000 + b"</p>" * 1_000_000,
+    "self-closed div": b"<div/>" * 100_000,
+    "p b reopened": b"".join(b"<p><b id=%d>x</p>" % i for i in range(20_000)),
+    "unclosed font": b"<font color=red>t " * 100_000,
+    "deep page around an article": doc("<div>" * 50_000 + f"<p>{LONG}</p>" * 5),
+}
+
+
+@pytest.mark.parametrize("name", list(PATHOLOGICAL))
+def test_pathological_nesting_is_declined_before_parsing(name, monkeypatch):
+    data = PATHOLOGICAL[name]
+    assert html.too_deep(data)
+
+    def no_parser(_data):
+        raise AssertionError("the parser must not see this document")
+
+    monkeypatch.setattr(html, "_build", no_parser)
+    assert html.compress(data) is None
+
+
+def test_pathological_nesting_passes_through_the_engine():
+    from caveman_engine.engine import Engine
+    from caveman_engine.store import Store
+
+    data = b"<!doctype html><html><body>" + b"<div>" * 200_000
+    result = Engine(Store(":memory:")).compress(data, "html")
+    assert result.is_clean_passthrough(data)
+
+
+def test_conformance_pages_are_far_below_the_bound():
+    pages = [p for p in CONFORMANCE.glob("*/*.in") if p.name.startswith(("html__", "xhtml__"))]
+    assert len(pages) >= 20
+    for page in pages:
+        data = page.read_bytes()
+        work, tags, deepest = html.nesting_work(data)
+        assert deepest <= 32 and work <= 16 * tags, page.name
+        assert not html.too_deep(data)
+
+
+def test_the_bound():
+    # <div> x n: the work is n (n - 1) / 2, the bound 2^24 + 256 n: crossed at n = 6,055.
+    assert not html.too_deep(b"<div>" * 6_054)
+    assert html.too_deep(b"<div>" * 6_055)
+    assert html.nesting_work(b"<div>" * 100) == (4950, 100, 99)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"<ul>" + b"<li>item" * 50_000,  # implied </li>
+        b"<p>para" * 50_000,  # implied </p>
+        b"<table>" + b"<tr><td>x<td>y" * 20_000,  # implied </td>, </tr>
+        b"<dl>" + b"<dt>t<dd>d" * 20_000,
+        b"<select>" + b"<option>o" * 50_000,
+        b"<a href=x>link " * 50_000,  # a new <a> closes the open one
+        b"<p><b>x</p>" * 30_000,  # at most 3 alike pending ("Noah's Ark")
+        b"<script>" + b"<div>" * 100_000 + b"</script><p>after</p>",  # raw text
+        b"<style>" + b"<div>" * 100_000 + b"</STYLE ><p>after</p>",
+        b"<!--" + b"<div>" * 100_000 + b"--><p>after</p>",  # a comment
+        b"<br><img src=x><hr><input>" * 20_000,  # void elements
+        b"<svg>" + b"<path d='M0 0'/>" * 50_000 + b"</svg>",  # self-closing in foreign content
+        b"<div>" * 3_000 + b"</div>" * 3_000 + b"<div>x</div>" * 50_000,
+        b'<div title="a>b" class=\'c>d\'>' * 3_000 + b"</div>" * 3_000,  # > inside quotes
+    ],
+    ids=["li", "p", "table", "dl", "option", "a", "p-b", "script", "style", "comment", "void",
+         "svg", "deep-then-flat", "quoted-gt"],
+)
+def test_large_flat_documents_are_not_declined(data):
+    assert not html.too_deep(data)
+    work, tags, deepest = html.nesting_work(data)
+    assert deepest <= 3_000
+
+
+def test_deep_but_legal_nesting_still_compresses():
+    depth = 5_000  # below the bound: parsed, and the article found
+    page = b"<div>" * depth + b"<p>" + LONG.encode() + b", deep</p>" + (
+        b"<p>" + b"y" * 150 + b"</p>"
+    ) + b"</div>" * depth
+    assert not html.too_deep(page)
+    assert html.compress(page) == f"{LONG}, deep\n\n{'y' * 150}".encode()
