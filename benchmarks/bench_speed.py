@@ -8,8 +8,9 @@ process, cold, against a recovery store on disk, with the reference's figures be
                                                # token counter: Python path vs tiktoken
 
 Cold = a new process per run, OS file cache warm, the tokenizer's rank cache already written
-(it is written once per cache directory), a fresh empty store per run -- except the "repeat"
-row, whose store already holds that catalog (the same input compressed a second time).
+(it is written once per cache directory), a fresh empty store and cache directory per run --
+except the "repeat" row, which reuses those of the catalog row's first run (the same input
+compressed a second time).
 Wall time is measured around the process; peak RSS comes from wait4() on it (ru_maxrss).
 Medians over the runs, for both. Inputs that are not in the repository (the log, the JSON
 array, the deep HTML, the junk) are generated deterministically (fixed seeds), so every run
@@ -213,14 +214,19 @@ def measure(runs: int, quick: bool) -> list[dict]:
     with tempfile.TemporaryDirectory(prefix="bench-speed-") as tmp:
         tmp = Path(tmp)
         os.chmod(tmp, 0o700)
-        cache = tmp / "rankcache"
-        cache.mkdir(mode=0o700)
-        base_env = dict(os.environ, CAVEMAN_CACHE_DIR=str(cache))
-        base_env.pop("CAVEMAN_CCR_DB", None)
-        # Write the rank cache once (as any installation does on its first count).
-        subprocess.run([script, "compress"], input=b"warm up", env=dict(
-            base_env, CAVEMAN_CCR_DB=str(tmp / "warm.db")), capture_output=True, check=True)
-        repeat_store = None
+        warm = tmp / "warm"
+        warm.mkdir(mode=0o700)
+        base_env = dict(os.environ)
+        for var in ("CAVEMAN_CCR_DB", "CAVEMAN_CACHE_DIR", "CAVEMAN_HOME"):
+            base_env.pop(var, None)
+        # Write the rank cache once (as any installation does on its first count); each run
+        # gets a copy of it in a directory of its own, so that nothing else cached by an
+        # earlier run (such as a result of the same input) is found.
+        subprocess.run([script, "compress"], input=b"warm up",
+                       env=dict(base_env, CAVEMAN_CCR_DB=str(warm / "ccr.db")),
+                       capture_output=True, check=True)
+        rank_cache = next(warm.rglob("*.rankcache")).read_bytes()
+        repeat_home = None
         for k, (label, ctype, data, ref_ms, ref_mib, target, check) in enumerate(rows(quick)):
             path = tmp / f"in{k}"
             path.write_bytes(data)
@@ -228,23 +234,27 @@ def measure(runs: int, quick: bool) -> list[dict]:
             walls, peaks = [], []
             for r in range(runs):
                 if label.startswith("same catalog"):
-                    store = repeat_store
+                    home = repeat_home
                 else:
-                    store = tmp / f"store{k}-{r}"
-                    store.mkdir(mode=0o700)
-                env = dict(base_env, CAVEMAN_CCR_DB=str(store / "ccr.db"))
+                    home = tmp / f"home{k}-{r}"
+                    home.mkdir(mode=0o700)
+                    (home / "o200k_base.rankcache").write_bytes(rank_cache)
+                    os.chmod(home / "o200k_base.rankcache", 0o600)
+                env = dict(base_env, CAVEMAN_CCR_DB=str(home / "ccr.db"),
+                           CAVEMAN_CACHE_DIR=str(home), CAVEMAN_HOME=str(home))
                 wall, peak, _ = _run_once(args, path, env)
                 walls.append(wall)
                 peaks.append(peak)
-                if label.startswith("38 catalogs") and repeat_store is None:
-                    repeat_store = store  # holds this catalog now
+                if label.startswith("38 catalogs") and repeat_home is None:
+                    repeat_home = home  # holds this catalog now
             ms, mib = statistics.median(walls), statistics.median(peaks)
             results.append(dict(label=label, size=len(data), ms=ms, mib=mib, ref_ms=ref_ms,
                                 ref_mib=ref_mib, target=target,
                                 ok=None if check is None else check(ms, mib, len(data)),
                                 walls=walls))
             path.unlink()
-            print(f"  measured {label}: {ms:.0f} ms, {mib:.1f} MiB", file=sys.stderr)
+            print(f"  measured {label}: {ms:.0f} ms, {mib:.1f} MiB "
+                  f"(runs: {', '.join(f'{w:.0f}' for w in walls)} ms)", file=sys.stderr)
     return results
 
 
