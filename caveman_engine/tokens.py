@@ -341,10 +341,8 @@ class _Splitter:
                 lo = m.end()
             m = _CUT.search(text, b)
             hi = n if m is None else m.end()
-            while i + 1 < len(spans) and spans[i + 1][0] < hi:  # runs inside the stretch
-                i += 1
-                m = _CUT.search(text, max(hi, spans[i][1]))
-                hi = n if m is None else m.end()
+            while i + 1 < len(spans) and spans[i + 1][0] < hi:
+                i += 1  # a run inside the stretch (it ends before hi: text[hi - 1] is ASCII)
             i += 1
             if lo > pos:
                 out += pattern.findall(text, pos, lo)
