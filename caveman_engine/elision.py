@@ -18,8 +18,8 @@ keepNonRedundant
 ----------------
 ``keep_non_redundant(units, keep) -> list[bool]``  ``units``: the text of every unit (a line,
     a section, a table row joined as text, an element's canonical JSON); ``keep``: what the
-    compressor chose. Seeds = up to 64 kept units sampled evenly
-    (``kept[floor(i·n/64 + ½)]``); each dropped unit, in order, is compared with the seeds and
+    compressor chose. Seeds = up to 64 kept units: every ``n // 64``-th kept unit from the
+    first (``kept[i·(n // 64)]``, i < 64; all of them when n ≤ 64); each dropped unit, in order, is compared with the seeds and
     the classes promoted so far (same masked/unmasked kind): represented when one of them holds
     ``ceil(0.9·|vocab|)`` of its vocabulary tokens (``profile(text)``), else promoted (kept,
     new class). After 128 promotions the rest is kept; fewer than 4 redundant units → every
@@ -261,8 +261,10 @@ def keep_non_redundant(units: Sequence[str], keep: Sequence[bool]) -> list[bool]
     keep = list(keep)
     kept_idx = [i for i, k in enumerate(keep) if k]
     if len(kept_idx) > MAX_SEEDS:
-        n = len(kept_idx)
-        kept_idx = [kept_idx[(2 * i * n + MAX_SEEDS) // (2 * MAX_SEEDS)] for i in range(MAX_SEEDS)]
+        # Every step-th kept unit from the first, step = len // 64 in integer arithmetic, at
+        # most 64 of them: with 311 kept units the seeds are kept[0], kept[4], … kept[252].
+        step = len(kept_idx) // MAX_SEEDS
+        kept_idx = kept_idx[::step][:MAX_SEEDS]
     classes = [profile(units[i]) for i in kept_idx]
     promotions = 0
     redundant = 0

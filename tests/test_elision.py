@@ -88,17 +88,36 @@ def test_keep_non_redundant_too_few_redundant_keeps_everything() -> None:
 
 
 def test_keep_non_redundant_seeds_sampled_evenly() -> None:
-    # 102 kept units; seeds are kept[floor(i*102/64 + 1/2)] for i < 64, so kept[2] is a seed
-    # (i = 1 → 1.59 → 2) and represents the dropped copies.
+    # 102 kept units: step = 102 // 64 = 1, so the seeds are the first 64 kept units and
+    # kept[2] (then kept[3]) represents the dropped copies.
     kept = [f"unique{chr(97 + i % 26)}{chr(97 + i // 26)} word" for i in range(102)]
     kept[2] = "memcpy outp inp ncopy sizeof"
     units = kept + ["memcpy(outp, inp-ncopy, sizeof(*outp)*ncopy);"] * 5
     keep = [True] * 102 + [False] * 5
     assert elision.keep_non_redundant(units, keep) == keep
-    # likewise kept[3] (i = 2 → 3.19 → 3)
     kept[2], kept[3] = "filler words only", "memcpy outp inp ncopy sizeof"
     units = kept + ["memcpy(outp, inp-ncopy, sizeof(*outp)*ncopy);"] * 5
     assert elision.keep_non_redundant(units, keep) == keep
+
+
+def _seed_probe(n_kept: int, at: int) -> list[bool]:
+    """n_kept distinct kept units, kept[at] matching 5 dropped copies; keep_non_redundant's
+    verdict on the copies (all False: kept[at] is a seed; all True: it is not)."""
+    kept = [f"unique{chr(97 + i % 26)}{chr(97 + i // 26 % 26)} word" for i in range(n_kept)]
+    kept[at] = "memcpy outp inp ncopy sizeof"
+    units = kept + ["memcpy(outp, inp-ncopy, sizeof(*outp)*ncopy);"] * 5 + ["x y z"] * 4
+    keep = [True] * n_kept + [False] * 9
+    return elision.keep_non_redundant(units, keep)[n_kept:n_kept + 5]
+
+
+def test_keep_non_redundant_seeds_every_step_th_kept_unit() -> None:
+    # 200 kept units: step = 200 // 64 = 3, seeds kept[0], kept[3], … kept[189] (64 of them;
+    # the a11y vectors libexslt/mdbook/rustdoc/sphinx pin this). kept[189] is the last seed;
+    # kept[190..199] are never seeds, nor is kept[1].
+    assert _seed_probe(200, 189) == [False] * 5
+    assert _seed_probe(200, 192) == [True] + [False] * 4  # first copy promoted, then a class
+    assert _seed_probe(200, 1) == [True] + [False] * 4
+    assert _seed_probe(200, 3) == [False] * 5
 
 
 def test_keep_non_redundant_promotion_cap() -> None:
