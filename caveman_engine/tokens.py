@@ -67,7 +67,7 @@ MEMO_PIECE = 48
 # The Python path splits a text CHUNK characters at a time (a cut where no piece can cross,
 # see `_chunks`), so its list of pieces never holds more than one chunk's worth.
 CHUNK = 1 << 20
-FIRST_CHUNK = 1 << 16
+FIRST_CHUNK = 1 << 15
 # A text with fewer than one non-ASCII run per SPARSE characters is split run by run.
 SPARSE = 256
 
