@@ -42,6 +42,7 @@ import stat
 import struct
 import sys
 import tempfile
+import threading
 import zlib
 from pathlib import Path
 
@@ -260,8 +261,8 @@ class _Splitter:
     (2-3x `regex` on \\p{..}; an explicit class of hundreds of ranges would be far slower),
     and the outcome depends on no installed Unicode database: only on the shipped tables.
 
-    Process-wide; grows with the signatures seen (a few dozen exist). Dicts are only ever
-    added to, and the compiled pattern is replaced whole, so threads at worst repeat work."""
+    Process-wide; grows with the signatures seen (a few dozen exist), under a lock; splits
+    run unlocked (see `learn`)."""
 
     def __init__(self) -> None:
         import bisect
@@ -279,6 +280,7 @@ class _Splitter:
         # code point -> its representative; ASCII maps to itself (spelled out: str.translate
         # is far slower on a missing key than on a hit)
         self.table: dict[int, str] = {c: chr(c) for c in range(128)}
+        self._lock = threading.Lock()
         self.pattern = self._compile()
 
     def signature(self, ch: str) -> tuple[bool, ...]:
@@ -302,17 +304,22 @@ class _Splitter:
         return re.compile(_spell(_PAT_STR, ranges_of))
 
     def learn(self, chars) -> None:
-        """Give each of ``chars`` (non-ASCII) its representative."""
-        grown = False
-        for ch in chars:
-            sig = self.signature(ch)
-            rep = self.rep.get(sig)
-            if rep is None:
-                rep = self.rep[sig] = ch
-                grown = True
-            self.table[ord(ch)] = rep
-        if grown:
-            self.pattern = self._compile()
+        """Give each of ``chars`` (non-ASCII) its representative. A character enters the
+        table only once a pattern knowing its representative is in place (and patterns only
+        ever gain representatives), so a concurrent `split` never pairs the two wrongly."""
+        with self._lock:
+            entries = {}
+            grown = False
+            for ch in chars:
+                sig = self.signature(ch)
+                rep = self.rep.get(sig)
+                if rep is None:
+                    rep = self.rep[sig] = ch
+                    grown = True
+                entries[ord(ch)] = rep
+            if grown:
+                self.pattern = self._compile()
+            self.table.update(entries)
 
     def split(self, text: str) -> list[str]:
         pattern = self.pattern
@@ -323,7 +330,7 @@ class _Splitter:
         new = [ch for ch in set("".join(runs)) if ord(ch) not in table]
         if new:
             self.learn(new)
-            pattern = self.pattern
+        pattern = self.pattern  # read after the table: it knows every representative there
         if len(runs) * SPARSE > len(text):
             return self._split_translated(text)
         spans = [m.span() for m in _NON_ASCII.finditer(text)]
