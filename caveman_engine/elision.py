@@ -31,13 +31,16 @@ A unit's fields are ``list[Field]``, ``Field = (name, value_text, is_number)``, 
 field order (the summary lists fields in first-appearance order):
 ``json_fields(obj)`` top-level scalars of a JSON object, sorted keys (None: not an object;
     a string that parses as a decimal number counts as numeric, like a number);
-``line_fields(line)`` NDJSON object line or logfmt ``k=v`` pairs (sorted keys);
+``line_fields(line)`` NDJSON object line (sorted keys) or logfmt ``k=v`` pairs (order of first
+    appearance, quoted values whole);
 ``table_fields(header, cells)`` header/cell pairs in column order (numeric cells parse as
     decimals) — the tabular compressor passes one list per dropped row.
 ``summarize(records, elided_bytes) -> str | None``  records of one dropped run (≥ 2, all
     readable, else None): ``all k=v …; <field>: v×n … | N distinct, lo..hi[, absent×n] |
     lo..hi all N present; range k=lo..hi …``, shed to ``summary_budget(elided_bytes)`` in the
     order weak enum, range, bounded coverage, constant, dense coverage, enum (last field first).
+    Enumeration buckets go by count, ties in order of first appearance; an enumeration is weak
+    when its buckets (absent included) are at least half the run's units.
 ``worth_eliding(n_units, summary, marker_bytes, elided_bytes)``  runs of ≥ 3 always; 1–2 only
     with a summary whose marker is at most half the elided bytes (json, log, tabular).
 ``contract_note(unit)`` the note (unit = ``elements``/``lines``/``rows``), added once per
@@ -394,11 +397,13 @@ def _field_entry(key: str, order: int, vals: list[str | None], nums: list[bool])
         if max(distinct.values()) == 1 and absent <= 1:
             pass  # every bucket has count 1: not printed as an enumeration
         else:
-            items = sorted(distinct.items(), key=lambda kv: (-kv[1], kv[0]))
+            # most frequent first; equal counts keep the order in which the values first
+            # appear in the run (a stable sort on the count alone)
+            items = sorted(distinct.items(), key=lambda kv: -kv[1])
             parts = [f"{v}\u00d7{c}" for v, c in items]
             if absent:
                 parts.append(f"absent\u00d7{absent}")
-            weak = 2 * buckets > n
+            weak = 2 * buckets >= n  # buckets (absent included) are at least half the units
             return _Entry(_WEAK_ENUM if weak else _ENUM, order, key, f"{key}: " + " ".join(parts))
     if len(distinct) < 2:
         return None
@@ -531,7 +536,9 @@ _LOGFMT = re.compile(r'(?:^|[\t\n\f\r ])([A-Za-z_][A-Za-z0-9_.\-]*)=("(?:[^"\\]|
 
 
 def line_fields(line: str) -> list[Field] | None:
-    """Fields of a log line: an NDJSON object's top-level scalars, else logfmt pairs."""
+    """Fields of a log line: an NDJSON object's top-level scalars (sorted keys), else its
+    logfmt ``k=v`` pairs in order of first appearance (a repeated key keeps its first place
+    and its last value; a ``"…"`` value is one value, without the quotes)."""
     t = gotext.trim(line)
     if t.startswith("{") and t.endswith("}"):
         from . import jsonio
@@ -549,8 +556,8 @@ def line_fields(line: str) -> list[Field] | None:
     for k, v in pairs:
         if len(v) >= 2 and v[0] == '"' and v[-1] == '"':
             v = v[1:-1]
-        d[k] = v
-    return [(k, d[k], parse_number(d[k]) is not None) for k in sorted(d)]
+        d[k] = v  # a repeated key keeps its first place and takes its last value
+    return [(k, v, parse_number(v) is not None) for k, v in d.items()]
 
 
 def table_fields(header: Sequence[str], cells: Sequence[str]) -> list[Field]:

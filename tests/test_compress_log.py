@@ -1,10 +1,12 @@
-"""``log`` invariant summaries (spec §6.2 + shared machinery), as the reference writes them for
-log lines (pinned by general2/log__logfmt-pkgcheck-tsfirst and log__jsonl-structlog-style-archiver):
+"""``log`` invariant summaries (spec §6.2 + the shared ``elision.summarize``), as the reference
+writes them for log lines (pinned by general2/log__logfmt-pkgcheck-tsfirst and
+log__jsonl-structlog-style-archiver):
 logfmt fields in order of first appearance, quoted values whole, NDJSON keys sorted, enum ties
 in first-appearance order, and an enumeration with buckets >= half the run counted as weak."""
 
 from __future__ import annotations
 
+from caveman_engine import elision
 from caveman_engine.compressors import log
 
 E = "\u2026"
@@ -29,9 +31,9 @@ def test_logfmt_fields_in_first_appearance_order_quoted_value_whole() -> None:
 
 
 def test_logfmt_line_fields() -> None:
-    assert log.line_fields('ts=1 msg="hello world" level=info ts=2') == [
+    assert elision.line_fields('ts=1 msg="hello world" level=info ts=2') == [
         ("ts", "2", True), ("msg", "hello world", False), ("level", "info", False)]
-    assert log.line_fields("plain words only") is None
+    assert elision.line_fields("plain words only") is None
 
 
 def test_ndjson_keys_stay_sorted() -> None:
@@ -71,13 +73,13 @@ def test_enum_with_buckets_half_the_run_is_weak_and_shed_first() -> None:
         f"{lines[6]}\n{lines[7]}\n"
     )
     # With room to spare the enumeration is printed (after pkg: field order).
-    recs = [log.line_fields(x) for x in lines[2:6]]
-    assert log.summarize(recs, 10_000) == (
+    recs = [elision.line_fields(x) for x in lines[2:6]]
+    assert elision.summarize(recs, 10_000) == (
         "all level=info msg=package verified caller=pkgcheck.py:86; pkg: 4 distinct, bash..diff; "
         "arch: amd64\u00d73 all\u00d71"
     )
     # 5 units, 2 buckets: not weak — the coverage goes first.
-    recs5 = recs + [log.line_fields(lines[6])]
-    assert log.summarize(recs5, 384) == (
+    recs5 = recs + [elision.line_fields(lines[6])]
+    assert elision.summarize(recs5, 384) == (
         "all level=info msg=package verified caller=pkgcheck.py:86; arch: amd64\u00d74 all\u00d71"
     )

@@ -184,17 +184,31 @@ def test_summary_shedding_order() -> None:
             "root,6463,0.1,0.0,1392,1056,S,0:01"]
     recs = [elision.table_fields(header, r.split(",")) for r in rows]
     full = elision.summarize(recs, 10_000)
-    assert full == ("all USER=root %MEM=0.0; STAT: I×3 S×1 Ss×1; TIME: 0:00×3 0:01×1 0:04×1; "
+    # equal counts keep the order of first appearance (Ss before S, 0:04 before 0:01)
+    assert full == ("all USER=root %MEM=0.0; STAT: I×3 Ss×1 S×1; TIME: 0:00×3 0:04×1 0:01×1; "
                     "range PID=1457..6463 %CPU=0.0..0.1 VSZ=0..5244 RSS=0..4252")
     assert elision.summarize(recs, 158) == (
         "all USER=root %MEM=0.0; range PID=1457..6463 %CPU=0.0..0.1 VSZ=0..5244"
     )
 
 
+def test_summary_weak_enum_at_half_the_units() -> None:
+    # 4 units, arch: amd64×3 all×1 → 2 buckets, 2·2 ≥ 4 → weak: shed first, before the
+    # coverage; with 5 units (2·2 < 5) it is a plain enumeration and the coverage goes first.
+    pk = [("bash", "amd64"), ("curl", "amd64"), ("dash", "all"), ("diff", "amd64"),
+          ("gzip", "amd64")]
+    recs = [[("pkg", p, False), ("arch", a, False)] for p, a in pk]
+    assert elision.summarize(recs[:4], 10_000) == "pkg: 4 distinct, bash..diff; arch: amd64×3 all×1"
+    assert elision.summarize(recs[:4], 98) == "pkg: 4 distinct, bash..diff"  # budget 49 < 50
+    assert elision.summarize(recs, 10_000) == "pkg: 5 distinct, bash..gzip; arch: amd64×4 all×1"
+    assert elision.summarize(recs, 98) == "arch: amd64×4 all×1"
+
+
 def test_line_fields() -> None:
     assert elision.line_fields('{"b": 2, "a": "x", "c": {"d": 1}}') == [("a", "x", False), ("b", "2", True)]
+    # logfmt pairs in order of first appearance, a quoted value whole
     assert elision.line_fields('ts=1 msg="hello world" level=info') == [
-        ("level", "info", False), ("msg", "hello world", False), ("ts", "1", True)]
+        ("ts", "1", True), ("msg", "hello world", False), ("level", "info", False)]
     assert elision.line_fields("plain words only") is None
 
 
