@@ -91,14 +91,16 @@ def test_every_file_and_directory_is_created_private_under_umask_000(tmp_path):
             created_files.append(path)
             assert file_mode & 0o077 == 0, line
         assert call not in ("chmod", "fchmodat") or int(rest.strip(", ").split(",")[0], 8) & 0o077 == 0, line
-    assert created_dirs == [str(tmp_path / "h"), str(tmp_path / "h" / "x"), str(home)]
+    assert created_dirs == [str(tmp_path / "h"), str(tmp_path / "h" / "x"), str(home),
+                            str(home / "results")]  # the last: kept compress results
     names = {Path(f).name for f in created_files}
     assert {"ccr.db", "ccr.db-wal", "ccr.db-shm"} <= names
     assert any(n.startswith(".rankcache") for n in names)
-    for d in (tmp_path / "h", tmp_path / "h" / "x", home):
+    for d in (tmp_path / "h", tmp_path / "h" / "x", home, home / "results"):
         assert mode(d) == 0o700
-    for f in home.iterdir():
-        assert mode(f) == 0o600, f
+    for f in [*home.iterdir(), *(home / "results").iterdir()]:
+        if f.is_file():
+            assert mode(f) == 0o600, f
 
 
 def test_watcher_sees_no_readable_store_file_during_many_creations(tmp_path, rank_cache_dir):

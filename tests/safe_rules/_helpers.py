@@ -26,8 +26,16 @@ def run_tool(rule: str, tool: str) -> str:
 
 
 def same_calls(a: str, b: str, examples: int = 5) -> bool:
-    """``verify`` finds no difference between the two schemas."""
+    """``verify`` finds no difference between the two schemas (a quick sample: tests that
+    expect a difference use :func:`differs`, with verify's default sample size)."""
     from caveman_engine.catalog import verify
 
     status, ce, by, _ = verify.compare_schemas(json.loads(a), json.loads(b), examples=examples)
     return status != verify.DIFFERENT
+
+
+def differs(a: str, b: str) -> bool:
+    """``verify``, at its default settings, finds a difference between the two schemas."""
+    from caveman_engine.catalog import verify
+
+    return verify.compare_schemas(json.loads(a), json.loads(b))[0] == verify.DIFFERENT

@@ -1,4 +1,4 @@
-from ._helpers import run, same_calls
+from ._helpers import run, same_calls, differs
 
 
 def _p(inner: str) -> str:
@@ -77,9 +77,9 @@ def test_not_merged():
 def test_wrong_merges_would_differ():
     # What the refusals protect against, checked with verify.
     # A branch keyword for a type another branch also has would constrain that branch too.
-    assert not same_calls(_p('{"anyOf":[{"type":"integer","minimum":5},{"type":"number"}]}'),
+    assert differs(_p('{"anyOf":[{"type":"integer","minimum":5},{"type":"number"}]}'),
                           _p('{"type":["integer","number"],"minimum":5}'))
-    assert not same_calls(_p('{"anyOf":[{"type":"object","properties":{"a":{}}},{"type":"null"}],'
+    assert differs(_p('{"anyOf":[{"type":"object","properties":{"a":{}}},{"type":"null"}],'
                              '"additionalProperties":false}'),
                           _p('{"type":["object","null"],"properties":{"a":{}},"additionalProperties":false}'))
 
