@@ -71,3 +71,26 @@ def meaning(text: str) -> frozenset[str]:
     if not text.isascii():
         return frozenset({"\0" + text})
     return frozenset(words(text)) - FILLER
+
+
+def description_rule(rewrite):
+    """``(apply, apply_tool)`` for a rule that rewrites every description string, in each
+    schema node and on the tool itself, with ``rewrite(text) -> text``."""
+    from .. import schema as js
+
+    def fix(holder: dict) -> None:
+        d = holder.get("description")
+        if isinstance(d, str):
+            new = rewrite(d)
+            if new != d:
+                holder["description"] = new
+
+    def apply(root, ctx):
+        for node in js.nodes(root):
+            fix(node)
+        return root
+
+    def apply_tool(tool, ctx) -> None:
+        fix(tool.container)
+
+    return apply, apply_tool

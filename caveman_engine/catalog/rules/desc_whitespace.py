@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from .. import schema as js
+from ._text import description_rule
 
 NAME = "desc_whitespace"
 SUMMARY = "Normalise description whitespace (docstring indentation, trailing spaces, blank-line runs)"
@@ -40,19 +40,4 @@ def normalise(text: str) -> str:
     return "\n".join(out).strip(_TRIM)
 
 
-def _fix(holder: dict) -> None:
-    d = holder.get("description")
-    if isinstance(d, str):
-        n = normalise(d)
-        if n != d:
-            holder["description"] = n
-
-
-def apply(root, ctx):
-    for node in js.nodes(root):
-        _fix(node)
-    return root
-
-
-def apply_tool(tool, ctx) -> None:
-    _fix(tool.container)
+apply, apply_tool = description_rule(normalise)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from .. import schema as js
+from ._text import description_rule
 
 NAME = "markdown_emphasis"
 SUMMARY = "Drop Markdown bold markers (**text**) from descriptions, outside code"
@@ -31,19 +31,4 @@ def plain(text: str) -> str:
     return "".join(out)
 
 
-def _fix(holder: dict) -> None:
-    d = holder.get("description")
-    if isinstance(d, str) and "**" in d:
-        n = plain(d)
-        if n != d:
-            holder["description"] = n
-
-
-def apply(root, ctx):
-    for node in js.nodes(root):
-        _fix(node)
-    return root
-
-
-def apply_tool(tool, ctx) -> None:
-    _fix(tool.container)
+apply, apply_tool = description_rule(plain)
