@@ -43,8 +43,8 @@ def retrieve(handle: str, *, store=None) -> bytes:
 
 def _engine(store):
     from .engine import Engine, default_engine
-    from .store import Store
+    from .store import StoreBase, open_store
 
     if store is None:
         return default_engine()
-    return Engine(store if isinstance(store, Store) else Store(str(store)))
+    return Engine(store if isinstance(store, StoreBase) else open_store(str(store)))

@@ -212,13 +212,14 @@ def call_compressor(module, body: bytes) -> Compressed | None:
 
 
 def _cache_dir(store: Store | None) -> Path | None:
-    """Where the tokenizer's rank cache lives: ``CAVEMAN_CACHE_DIR``, else next to the store,
-    else the Caveman home directory if it exists."""
+    """Where the tokenizer's rank cache lives: ``CAVEMAN_CACHE_DIR``, else where the store
+    says (beside a SQLite file; the Caveman home for PostgreSQL), else the Caveman home
+    directory if it exists."""
     explicit = os.environ.get("CAVEMAN_CACHE_DIR")
     if explicit:
         return Path(explicit)
-    if store is not None and store.path != ":memory:":
-        return Path(store.path).parent
+    if store is not None:
+        return store.cache_dir()
     home = os.environ.get("CAVEMAN_HOME") or os.path.join(os.path.expanduser("~"), ".caveman")
     return Path(home) if os.path.isdir(home) else None
 

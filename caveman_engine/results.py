@@ -71,15 +71,11 @@ class ResultCache:
         """The cache for the CLI's store, or None (off, or an in-memory store)."""
         if os.environ.get(ENV, "1") == "0":
             return None
-        explicit = os.environ.get("CAVEMAN_CACHE_DIR")
-        path = getattr(store, "path", None)
-        if explicit:
-            base = Path(explicit)
-        elif path and path != ":memory:" and "://" not in path:
-            base = Path(path).parent
-        else:
+        if store is None or store.path == ":memory:":
             return None
-        return cls(base / "results")
+        explicit = os.environ.get("CAVEMAN_CACHE_DIR")
+        base = Path(explicit) if explicit else store.cache_dir()
+        return cls(base / "results") if base is not None else None
 
     def key(self, data: bytes, content_type: str | None) -> str:
         h = hashlib.sha256(code_fingerprint())
