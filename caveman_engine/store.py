@@ -604,10 +604,18 @@ class Store(StoreBase):
         """One write transaction (BEGIN IMMEDIATE, so the budget check and the write are
         atomic across processes); SQLite's "full" becomes :class:`BudgetExceeded`, other
         SQLite errors a one-line :class:`StoreError` prefixed with ``what``."""
+        with self._transaction(what, write=True) as c:
+            yield c
+
+    @contextmanager
+    def _transaction(self, what: str, *, write: bool):
         with self._lock:
             c = self._conn
             try:
-                c.execute("BEGIN IMMEDIATE")
+                if write:
+                    c.execute("BEGIN IMMEDIATE")
+                else:
+                    c.execute("BEGIN")
                 yield c
                 c.execute("COMMIT")
             except BaseException as exc:
@@ -618,7 +626,8 @@ class Store(StoreBase):
                         pass
                 if isinstance(exc, sqlite3.Error):
                     text = str(exc).lower()
-                    if "database or disk is full" in text or "sqlite_full" in text:
+                    if write and ("database or disk is full" in text
+                                           or "sqlite_full" in text):
                         raise BudgetExceeded() from None
                     raise StoreError(f"{what}: {exc}") from None
                 raise
@@ -740,43 +749,20 @@ class Store(StoreBase):
     @contextmanager
     def _read(self, what: str):
         """One read transaction: every SELECT inside sees the same snapshot."""
-        with self._lock:
-            c = self._conn
-            try:
-                c.execute("BEGIN")
-                yield c
-                c.execute("COMMIT")
-            except BaseException as exc:
-                if c.in_transaction:
-                    try:
-                        c.execute("ROLLBACK")
-                    except sqlite3.Error:
-                        pass
-                if isinstance(exc, sqlite3.Error):
-                    raise StoreError(f"{what}: {exc}") from None
-                raise
+        with self._transaction(what, write=False) as c:
+            yield c
 
     def _list(self, c) -> list[Entry]:
         """Every stored original without its bytes: blobs, then typed objects."""
-        out = []
-        for key, created, ctype, comp, before, after, size, meta in c.execute(
-            "SELECT handle, created_at, content_type, compressor, tokens_before, tokens_after,"
-            " LENGTH(original), COALESCE(LENGTH(metadata), 0) FROM recoveries"
-            " ORDER BY created_at, handle"
-        ):
-            out.append(Entry("blob", key, ctype, created, size, size + meta, compressor=comp,
-                             tokens_before=before, tokens_after=after, metadata_size=meta))
-        for key, created, otype, chash, session, source, repo, version, deps, size in c.execute(
-            "SELECT object_id, created_at, object_type, content_hash, session_id, source,"
-            " repository_state, transform_version, dependencies_json, LENGTH(data)"
-            " FROM typed_objects ORDER BY created_at, object_id"
-        ):
-            fields = {"object_type": otype, "content_hash": chash, "session_id": session,
-                      "source": source, "repository_state": repo, "transform_version": version,
-                      "dependencies_json": deps}
-            out.append(Entry("object", key, otype, created, size, size + len(deps),
-                             object_fields=fields))
-        return out
+        return entries_from_rows(
+            c.execute(
+                "SELECT handle, created_at, content_type, compressor, tokens_before,"
+                " tokens_after, LENGTH(original), COALESCE(LENGTH(metadata), 0) FROM recoveries"
+                " ORDER BY created_at, handle").fetchall(),
+            c.execute(
+                "SELECT object_id, created_at, object_type, content_hash, session_id, source,"
+                " repository_state, transform_version, dependencies_json, LENGTH(data)"
+                " FROM typed_objects ORDER BY created_at, object_id").fetchall())
 
     def entries(self, selection: Selection | None = None) -> list[Entry]:
         """The stored originals ``selection`` matches (all without one), oldest first."""
@@ -1304,3 +1290,22 @@ def _export_tar(store, dest, entries, names, force, warn) -> ExportResult:
             except OSError:
                 pass
     return result
+
+
+def entries_from_rows(blobs, objects) -> list[Entry]:
+    """:class:`Entry` objects from the two listing queries' rows (both backends select the
+    same columns): ``(handle, created_at, content_type, compressor, tokens_before,
+    tokens_after, size, metadata_size)`` and ``(object_id, created_at, object_type,
+    content_hash, session_id, source, repository_state, transform_version,
+    dependencies_json, size)``."""
+    out = []
+    for key, created, ctype, comp, before, after, size, meta in blobs:
+        out.append(Entry("blob", key, ctype, created, size, size + meta, compressor=comp,
+                         tokens_before=before, tokens_after=after, metadata_size=meta))
+    for key, created, otype, chash, session, source, repo, version, deps, size in objects:
+        fields = {"object_type": otype, "content_hash": chash, "session_id": session,
+                  "source": source, "repository_state": repo, "transform_version": version,
+                  "dependencies_json": deps}
+        out.append(Entry("object", key, otype, created, size, size + len(deps),
+                         object_fields=fields))
+    return out

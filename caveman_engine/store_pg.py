@@ -51,6 +51,7 @@ from .store import (
     StoreInfo,
     Summary,
     _statements,
+    entries_from_rows,
     budget_from_env,
     check_handle,
     mask_url,
@@ -526,25 +527,16 @@ class PgStore(StoreBase):
 
     @staticmethod
     def _list(conn) -> list[Entry]:
-        out = []
-        for key, created, ctype, comp, before, after, size, meta in conn.execute(
-            "SELECT handle, created_at, content_type, compressor, tokens_before, tokens_after,"
-            " LENGTH(original), COALESCE(LENGTH(metadata), 0) FROM recoveries"
-            ' ORDER BY created_at COLLATE "C", handle COLLATE "C"'
-        ):
-            out.append(Entry("blob", key, ctype, created, size, size + meta, compressor=comp,
-                             tokens_before=before, tokens_after=after, metadata_size=meta))
-        for key, created, otype, chash, session, source, repo, version, deps, size in conn.execute(
-            "SELECT object_id, created_at, object_type, content_hash, session_id, source,"
-            " repository_state, transform_version, dependencies_json, LENGTH(data)"
-            ' FROM typed_objects ORDER BY created_at COLLATE "C", object_id COLLATE "C"'
-        ):
-            fields = {"object_type": otype, "content_hash": chash, "session_id": session,
-                      "source": source, "repository_state": repo, "transform_version": version,
-                      "dependencies_json": deps}
-            out.append(Entry("object", key, otype, created, size, size + len(deps),
-                             object_fields=fields))
-        return out
+        return entries_from_rows(
+            conn.execute(
+                "SELECT handle, created_at, content_type, compressor, tokens_before,"
+                " tokens_after, LENGTH(original), COALESCE(LENGTH(metadata), 0) FROM recoveries"
+                ' ORDER BY created_at COLLATE "C", handle COLLATE "C"').fetchall(),
+            conn.execute(
+                "SELECT object_id, created_at, object_type, content_hash, session_id, source,"
+                " repository_state, transform_version, dependencies_json, LENGTH(data)"
+                ' FROM typed_objects ORDER BY created_at COLLATE "C", object_id COLLATE "C"'
+            ).fetchall())
 
     def entries(self, selection: Selection | None = None) -> list[Entry]:
         def work(conn):
