@@ -704,20 +704,8 @@ class Store(StoreBase):
         object_id: str = "",
         dependencies: list[str] | None = None,
     ) -> str:
-        if object_type not in self.OBJECT_TYPES:
-            raise StoreError(f'ccr: unknown object type "{object_type}"')
-        if not session_id.strip():
-            raise StoreError("ccr: typed object session_id is required")
-        content_hash = "sha256:" + hashlib.sha256(data).hexdigest()
-        if not object_id:
-            identity = "\x00".join(
-                [object_type, session_id, source, repository_state, content_hash]
-            ).encode()
-            object_id = "ccr_obj_" + hashlib.sha256(identity).digest()[:16].hex()
-        check_handle(object_id)
-        import json
-
-        deps = json.dumps(dependencies, separators=(",", ":")) if dependencies else "null"
+        object_id, content_hash, deps = typed_object_identity(
+            data, object_type, session_id, source, repository_state, object_id, dependencies)
         with self._write("ccr typed object put") as c:
             row = c.execute(
                 "SELECT object_type, content_hash, source, repository_state, session_id,"
@@ -1309,3 +1297,24 @@ def entries_from_rows(blobs, objects) -> list[Entry]:
         out.append(Entry("object", key, otype, created, size, size + len(deps),
                          object_fields=fields))
     return out
+
+
+def typed_object_identity(data: bytes, object_type: str, session_id: str, source: str,
+                          repository_state: str, object_id: str,
+                          dependencies: list[str] | None) -> tuple[str, str, str]:
+    """``(object_id, content_hash, dependencies_json)`` of a typed object (ccr_spec §8.2),
+    checked: a known type, a session, a well-formed id (derived when not given)."""
+    import json
+
+    if object_type not in StoreBase.OBJECT_TYPES:
+        raise StoreError(f'ccr: unknown object type "{object_type}"')
+    if not session_id.strip():
+        raise StoreError("ccr: typed object session_id is required")
+    content_hash = "sha256:" + hashlib.sha256(data).hexdigest()
+    if not object_id:
+        identity = "\x00".join(
+            [object_type, session_id, source, repository_state, content_hash]).encode()
+        object_id = "ccr_obj_" + hashlib.sha256(identity).digest()[:16].hex()
+    check_handle(object_id)
+    deps = json.dumps(dependencies, separators=(",", ":")) if dependencies else "null"
+    return object_id, content_hash, deps

@@ -33,7 +33,6 @@ masked, and error texts are scrubbed of the password.
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 from contextlib import contextmanager
@@ -52,6 +51,7 @@ from .store import (
     Summary,
     _statements,
     entries_from_rows,
+    typed_object_identity,
     budget_from_env,
     check_handle,
     mask_url,
@@ -418,20 +418,9 @@ class PgStore(StoreBase):
     def put_object(self, data: bytes, *, object_type: str, session_id: str, source: str = "",
                    repository_state: str = "", transform_version: str = "",
                    object_id: str = "", dependencies: list[str] | None = None) -> str:
-        import hashlib
-
         data = bytes(data)
-        if object_type not in self.OBJECT_TYPES:
-            raise StoreError(f'ccr: unknown object type "{object_type}"')
-        if not session_id.strip():
-            raise StoreError("ccr: typed object session_id is required")
-        content_hash = "sha256:" + hashlib.sha256(data).hexdigest()
-        if not object_id:
-            identity = "\x00".join(
-                [object_type, session_id, source, repository_state, content_hash]).encode()
-            object_id = "ccr_obj_" + hashlib.sha256(identity).digest()[:16].hex()
-        check_handle(object_id)
-        deps = json.dumps(dependencies, separators=(",", ":")) if dependencies else "null"
+        object_id, content_hash, deps = typed_object_identity(
+            data, object_type, session_id, source, repository_state, object_id, dependencies)
         wanted = (object_type, content_hash, source, repository_state, session_id,
                   transform_version, deps, data)
 

@@ -113,6 +113,19 @@ class Harness:
 def hammer(store_dir: Path, cache_dir: Path, writers: int, per_writer: int, readers: int = 2):
     h = Harness(store_dir, cache_dir)
     assert not h.db.exists()
+
+    def check_store(unique):
+        with Store(str(h.db)) as s:
+            assert s._conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+            for handle, (data, _) in unique.items():
+                assert s.get(handle) == data
+
+    return drive(h, writers, per_writer, readers, check_store)
+
+
+def drive(h: Harness, writers: int, per_writer: int, readers: int, check_store) -> Harness:
+    """Writers and readers at once through the CLI, then: nothing lost, nothing failed, one
+    report per distinct input, ``check_store(unique)`` on the store itself, ``stats`` exact."""
     with ThreadPoolExecutor(max_workers=writers + readers) as pool:
         rs = [pool.submit(h.reader, k) for k in range(readers)]
         ws = [pool.submit(h.writer, w, per_writer) for w in range(writers)]
@@ -133,10 +146,7 @@ def hammer(store_dir: Path, cache_dir: Path, writers: int, per_writer: int, read
         unique[handle] = (data, report)
     assert len(unique) == writers * ((per_writer + 1) // 2) + min(SHARED, per_writer // 2)
 
-    with Store(str(h.db)) as s:
-        assert s._conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
-        for handle, (data, _) in unique.items():
-            assert s.get(handle) == data
+    check_store(unique)
     p = h.run("stats")
     assert p.returncode == 0
     stats = json.loads(p.stdout)

@@ -14,15 +14,14 @@ import subprocess
 import sys
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from caveman_engine.store import handle_for, open_store
+from caveman_engine.store import open_store
 
 from .conftest import console_script
 from .pg import pg_server, pg_url  # noqa: F401 - fixtures
-from .test_concurrency import SHARED, Harness, writer_input
+from .test_concurrency import Harness, drive, writer_input
 
 
 # --------------------------------------------------------------------------- many compresses
@@ -31,42 +30,14 @@ from .test_concurrency import SHARED, Harness, writer_input
 def pg_hammer(url: str, cache_dir, tmp_path, writers: int, per_writer: int, readers: int = 2):
     h = Harness(tmp_path, cache_dir)
     h.env["CAVEMAN_CCR_DB"] = url
-    with ThreadPoolExecutor(max_workers=writers + readers) as pool:
-        rs = [pool.submit(h.reader, k) for k in range(readers)]
-        ws = [pool.submit(h.writer, w, per_writer) for w in range(writers)]
-        for f in ws:
-            f.result()
-        h.done.set()
-        for f in rs:
-            f.result()
-    assert h.failures == []
-    assert len(h.printed) == writers * per_writer
-    assert h.reads["retrieve"] > 0 and h.reads["stats"] > 0
 
-    unique: dict[str, tuple[bytes, dict]] = {}
-    for handle, data, report in h.printed:
-        assert handle == handle_for(data)
-        if handle in unique:
-            assert unique[handle] == (data, report)
-        unique[handle] = (data, report)
-    assert len(unique) == writers * ((per_writer + 1) // 2) + min(SHARED, per_writer // 2)
+    def check_store(unique):
+        with open_store(url) as s:
+            for handle, (data, _) in unique.items():
+                assert s.get(handle) == data
+            assert s.used_bytes_row() == sum(len(d) for d, _ in unique.values())
 
-    with open_store(url) as s:
-        for handle, (data, _) in unique.items():
-            assert s.get(handle) == data
-        assert s.used_bytes_row() == sum(len(d) for d, _ in unique.values())
-    p = h.run("stats")
-    assert p.returncode == 0
-    stats = json.loads(p.stdout)
-    expected = {
-        "count": len(unique),
-        "tokens_before": sum(r["tokens_before"] for _, r in unique.values()),
-        "tokens_after": sum(r["tokens_after"] for _, r in unique.values()),
-    }
-    assert {k: stats["totals"][k] for k in expected} == expected
-    assert list(stats["by_content_type"]) == ["log"]
-    assert stats["storage_bytes"] == sum(len(d) for d, _ in unique.values())
-    return h
+    return drive(h, writers, per_writer, readers, check_store)
 
 
 def test_writers_and_readers_share_one_database(pg_url, rank_cache_dir, tmp_path):
