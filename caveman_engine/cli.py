@@ -328,12 +328,7 @@ def registry(show_all: bool, fmt: str | None, quiet: bool, ignored: tuple[str, .
     fmt = fmt or ("text" if show_all else "json")
     try:
         if fmt == "text":
-            text = _registry.table()
-            if not show_all:
-                keep = {e.type for e in _registry.entries() if e.manifest}
-                lines = text.splitlines(keepends=True)
-                text = lines[0] + "".join(ln for ln in lines[1:] if ln.split(" ", 1)[0] in keep)
-            write_stdout(text.encode())
+            write_stdout(_registry.table(manifest_only=not show_all).encode())
         elif show_all:
             write_stdout(jsonio.dumps(_registry.listing(), sort_keys=False, indent=True) + b"\n")
         else:

@@ -34,10 +34,8 @@ def _compress(store, data: bytes, content_type: str | None, strict: bool,
               quiet: bool) -> tuple[bytes, bytes]:
     """A kept result when the same request comes back (only known types are kept, so a hit
     needs no type check), else the engine's."""
-    from .limits import check_size
     from .results import ResultCache
 
-    check_size(data)
     cache = ResultCache.beside(store)
     key = cache.key(data, content_type) if cache is not None else None
     if key is not None:

@@ -144,10 +144,12 @@ def manifest(*, include_all: bool = False) -> bytes:
     return head + caps_json + b"}"
 
 
-def table() -> str:
-    """Every registered type, one line each (``registry --all``)."""
+def table(*, manifest_only: bool = False) -> str:
+    """Every registered type (``registry --all``), or only the manifest's, one line each."""
     lines = [f"{'type':<24}{'class':<7}{'mode':<10}{'manifest':<10}{'status':<10}description"]
     for e in entries():
+        if manifest_only and not e.manifest:
+            continue
         lines.append(
             f"{e.type:<24}{e.safety_class:<7}{'detected' if e.detected else 'forced':<10}"
             f"{'yes' if e.manifest else 'no':<10}"
