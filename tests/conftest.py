@@ -54,14 +54,20 @@ def store_dir(tmp_path) -> Path:
 
 
 @pytest.fixture
-def cli(store_dir, rank_cache_dir):
+def cli_env(store_dir, rank_cache_dir) -> dict:
+    """The environment the ``cli`` fixture runs with: a fresh store, the session's rank cache."""
+    env = {k: v for k, v in os.environ.items() if k != "CAVE_ENGINE_TOON"}
+    env["CAVEMAN_CCR_DB"] = str(store_dir / "ccr.db")
+    env["CAVEMAN_CACHE_DIR"] = str(rank_cache_dir)
+    return env
+
+
+@pytest.fixture
+def cli(cli_env):
     """Run the real CLI: ``cli(*args, input=b"...", env={...})`` against a fresh store."""
 
     def run(*args: str, input: bytes = b"", env: dict | None = None, timeout: float = 120) -> Run:
-        full_env = dict(os.environ)
-        full_env.pop("CAVE_ENGINE_TOON", None)
-        full_env["CAVEMAN_CCR_DB"] = str(store_dir / "ccr.db")
-        full_env["CAVEMAN_CACHE_DIR"] = str(rank_cache_dir)
+        full_env = dict(cli_env)
         full_env.update(env or {})
         for k, v in list(full_env.items()):
             if v is None:

@@ -154,11 +154,8 @@ def _on_terminal(args, env, *, stdin_tty=False, stderr_tty=False, input=b"", tim
 
 
 @pytest.fixture
-def env(store_dir, rank_cache_dir):
-    e = dict(os.environ)
-    e["CAVEMAN_CCR_DB"] = str(store_dir / "ccr.db")
-    e["CAVEMAN_CACHE_DIR"] = str(rank_cache_dir)
-    return e
+def env(cli_env):
+    return cli_env
 
 
 @pytest.mark.parametrize("args, usage", [

@@ -24,11 +24,8 @@ BIG = b"".join(b"%08d some plain words that no compressor wants to touch\n" % i
 
 
 @pytest.fixture
-def env(tmp_path, rank_cache_dir):
-    e = {k: v for k, v in os.environ.items() if k != "CAVE_ENGINE_TOON"}
-    e["CAVEMAN_CCR_DB"] = str(tmp_path / "ccr.db")
-    e["CAVEMAN_CACHE_DIR"] = str(rank_cache_dir)
-    return e
+def env(cli_env):
+    return cli_env
 
 
 def close_fd(fd: int):

@@ -357,11 +357,8 @@ def on_terminal(args, env, answer: bytes, timeout=30):
 
 
 @pytest.fixture
-def env(store_dir, rank_cache_dir):
-    e = dict(os.environ)
-    e["CAVEMAN_CCR_DB"] = str(store_dir / "ccr.db")
-    e["CAVEMAN_CACHE_DIR"] = str(rank_cache_dir)
-    return e
+def env(cli_env):
+    return cli_env
 
 
 def test_purge_asks_on_a_terminal(cli, store_dir, env):
