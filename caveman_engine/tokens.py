@@ -17,6 +17,10 @@ Python, exactly as the encoder would:
   table in a memory-mapped *rank cache* file, written once next to the recovery store and
   validated on every load (format, vocabulary sha256, a sha256 of its own body, owned by us
   and not writable by others); loading it costs a few milliseconds;
+* a text with many repeated quoted stretches (JSON) is first cut into *segments* where no
+  piece crosses (see "Segments"); each distinct segment is counted once, through a memo shared
+  like the piece memo: a compressor's output repeats most of its input's segments, so its
+  count splits only what changed. The new segments of a chunk are split in one batch;
 * tiktoken's encoder (built from the same cache) takes over only where it wins: a text made
   of new non-token pieces (random bytes, base64, CJK: see MERGE_BUDGET), and pieces over
   LONG_PIECE bytes (Python's merge is quadratic).
@@ -65,6 +69,8 @@ LONG_PIECE = 256
 # pieces of at most MEMO_PIECE characters, ~25 MiB at worst; once full it stops growing.
 MEMO_ENTRIES = 1 << 17
 MEMO_PIECE = 48
+# Byte strings whose rank a merge looked up, remembered (see `O200kCounter._merge_rank`).
+PAIR_MEMO = 1 << 16
 # The Python path splits a text CHUNK characters at a time (a cut where no piece can cross,
 # see `_chunks`), so its list of pieces never holds more than one chunk's worth.
 CHUNK = 1 << 20
@@ -282,6 +288,7 @@ class _Splitter:
         self.table: dict[int, str] = {c: chr(c) for c in range(128)}
         self._lock = threading.Lock()
         self.pattern = self._compile()
+        self._marked = (None, None)
 
     def signature(self, ch: str) -> tuple[bool, ...]:
         c = ord(ch)
@@ -321,8 +328,19 @@ class _Splitter:
                 self.pattern = self._compile()
             self.table.update(entries)
 
-    def split(self, text: str) -> list[str]:
-        pattern = self.pattern
+    def marked(self, pattern):
+        """``pattern`` with one more alternative, ``\x7f``: it matches only where no other
+        alternative can (every other character starts a piece), so the pieces are the same
+        and each DEL is a piece of its own, marking where the texts of a DEL-joined batch
+        end (see `O200kCounter._count_each`). Compiled on first use, for the latest pattern."""
+        done = self._marked
+        if done[0] is not pattern:
+            done = self._marked = (pattern, re.compile(pattern.pattern + "|\x7f"))
+        return done[1]
+
+    def split(self, text: str, marked: bool = False) -> list[str]:
+        """The pieces of ``text``; with ``marked``, a DEL is a piece too (see `marked`)."""
+        pattern = self.marked(self.pattern) if marked else self.pattern
         if text.isascii():
             return pattern.findall(text)
         runs = _NON_ASCII.findall(text)
@@ -331,8 +349,10 @@ class _Splitter:
         if new:
             self.learn(new)
         pattern = self.pattern  # read after the table: it knows every representative there
+        if marked:
+            pattern = self.marked(pattern)
         if len(runs) * SPARSE > len(text):
-            return self._split_translated(text)
+            return self._split_translated(text, pattern, marked)
         spans = [m.span() for m in _NON_ASCII.finditer(text)]
         # A few non-ASCII runs (a catalog with some accented words): the ASCII stretches
         # between them are split as they are; only the stretch around each run, from a cut
@@ -353,20 +373,20 @@ class _Splitter:
             i += 1
             if lo > pos:
                 out += pattern.findall(text, pos, lo)
-            out += self._split_translated(text[lo:hi])
+            out += self._split_translated(text[lo:hi], pattern, marked)
             pos = hi
         if pos < n:
             out += pattern.findall(text, pos)
         return out
 
-    def _split_translated(self, text: str) -> list[str]:
+    def _split_translated(self, text: str, pattern, marked: bool) -> list[str]:
         translated = text.translate(self.table)
-        if "\x7f" in text:  # DEL is in no piece: the pieces do not tile the text
-            return [text[m.start() : m.end()] for m in self.pattern.finditer(translated)]
-        # Without DEL every character is in exactly one piece: cut at the running lengths.
+        if not marked and "\x7f" in text:  # DEL is in no piece: the pieces do not tile the text
+            return [text[m.start() : m.end()] for m in pattern.finditer(translated)]
+        # Every character is in exactly one piece: cut at the running lengths.
         from itertools import accumulate
 
-        ends = list(accumulate(map(len, self.pattern.findall(translated))))
+        ends = list(accumulate(map(len, pattern.findall(translated))))
         return list(map(text.__getitem__, map(slice, [0] + ends[:-1], ends)))
 
 
@@ -552,6 +572,11 @@ class O200kCounter(Counter):
         self._memo: dict[str, int] = {}
         self._merged = 0  # bytes merged in Python by `count` (see MERGE_BUDGET)
         self._seen = 0  # characters counted by `count` on the Python path
+        # The segment memo (segment -> token count, see `_SEGMENT`): at most SEG_MEMO_CHARS
+        # characters of segments of at most SEG_MEMO_LEN each; once full it stops growing.
+        self._segs: dict[str, int] = {}
+        self._seg_room = SEG_MEMO_CHARS
+        self._cached_rank = None
 
     # -- loading
 
@@ -559,6 +584,27 @@ class O200kCounter(Counter):
         if self._table is None:
             self._table = load_rank_table(self._cache_dir)
         return self._table
+
+    def _merge_rank(self):
+        """`RankTable.rank` through a dict of the byte strings already looked up: a merge looks
+        up every adjacent pair of parts, and pieces share most of their pairs."""
+        cached = self._cached_rank
+        if cached is None:
+            rank = self._rank_table().rank
+            known: dict[bytes, int | None] = {}
+            get = known.get
+            miss = -1
+
+            def cached(b: bytes) -> int | None:
+                r = get(b, miss)
+                if r == miss:
+                    r = rank(b)
+                    if len(known) < PAIR_MEMO:
+                        known[b] = r
+                return r
+
+            self._cached_rank = cached
+        return cached
 
     def _pieces(self, text: str) -> list[str]:
         """The pre-split pieces of ``text``, as tiktoken's encoder (explicit pattern) cuts it."""
@@ -619,6 +665,107 @@ class O200kCounter(Counter):
         return total
 
     def _count_chunk(self, text: str, use_memo: bool, adaptive: bool) -> int:
+        """The count of ``text``: segment by segment when it has many repeated segments
+        (`_SEGMENT`: JSON), else piece by piece (`_count_pieces`)."""
+        if use_memo and "\x7f" not in text:
+            parts = _SEGMENT.split(text)
+            if len(parts) >= SEG_MIN_PARTS:
+                n = self._count_segments(parts, adaptive)
+                if n is not None:
+                    if adaptive:
+                        self._seen += len(text)
+                    return n
+        return self._count_pieces(text, use_memo, adaptive)
+
+    def _count_segments(self, parts: list[str], adaptive: bool) -> int | None:
+        """The count of the text ``_SEGMENT.split`` cut into ``parts``: each distinct segment
+        counted once (the segment memo, else split on its own, see `_count_each`), times the
+        number of its occurrences. None if the segments are mostly distinct (a log with
+        quotes): then the text is better counted piece by piece."""
+        middle = _tally(parts[1:-1])
+        if len(middle) * SEG_DISTINCT > len(parts):
+            return None
+        get = self._segs.get
+        total = 0
+        new = []
+        for seg, k in middle.items():
+            n = get(seg)
+            if n is None:
+                new.append(seg)
+            else:
+                total += n * k
+        first, last = parts[0], parts[-1]
+        texts = [first + '"' if first[-1] in _OPENERS else first,
+                 last if last[:1] in _LETTERS else '"' + last]
+        letters, openers = _LETTERS, _OPENERS
+        for seg in new:
+            texts.append(("" if seg[0] in letters else '"') + seg
+                         + ('"' if seg[-1] in openers else ""))
+        counts = self._count_each(texts, adaptive)
+        total += counts[0] + counts[1]
+        segs, room = self._segs, self._seg_room
+        for seg, n in zip(new, counts[2:]):
+            total += n * middle[seg]
+            if len(seg) <= SEG_MEMO_LEN and room >= len(seg):
+                segs[seg] = n
+                room -= len(seg)
+        self._seg_room = room
+        return total
+
+    def _count_each(self, texts: list[str], adaptive: bool) -> list[int]:
+        """The count of each of ``texts`` (DEL-free, none empty), each split on its own, from
+        one split of their DEL-joined concatenation: no piece crosses a DEL (see `_PAT_STR`),
+        and the marked pattern returns each DEL as a piece of its own, where a text ends."""
+        pieces = _get_splitter().split("\x7f".join(texts), marked=True)
+        memo = self._memo
+        new = set(pieces).difference(memo)
+        new.discard("\x7f")
+        # All in C: acc[i] is the count of the first i pieces (a DEL counts 0), the DELs are at
+        # `ends`, so text j is acc[ends[j]] - acc[ends[j - 1]].
+        from itertools import accumulate, compress, count, repeat
+
+        values = map(memo.get, pieces, repeat(0))
+        if new:
+            extra = self._new_piece_counts(new, adaptive, sum(map(len, texts)))
+            if extra:  # pieces the memo did not take (full, or long pieces)
+                values = map(memo.get, pieces, map(extra.get, pieces, repeat(0)))
+        acc = list(accumulate(values, initial=0))
+        ends = list(compress(count(), map("\x7f".__eq__, pieces)))
+        ends.append(len(pieces))
+        return list(map(int.__sub__, map(acc.__getitem__, ends),
+                        map(acc.__getitem__, [0] + ends[:-1])))
+
+    def _new_piece_counts(self, pieces, adaptive: bool, chars: int) -> dict[str, int]:
+        """Count each of ``pieces`` (none in the memo) into the memo while it has room and
+        the piece is short (`_count_pieces` does the same, inline); the others are returned."""
+        rank = self._rank_table().rank
+        memo = self._memo
+        room = MEMO_ENTRIES - len(memo)
+        single = None
+        out = {}
+        for piece in pieces:
+            b = piece.encode()
+            if rank(b) is not None:
+                n = 1
+            elif single is not None:
+                n = len(single(b))
+            elif len(b) > LONG_PIECE:
+                n = self._long_piece_count(b)
+            else:
+                n = _merge_count(b, self._merge_rank())
+                if adaptive:
+                    self._merged += len(b)
+                    if (self._merged > MERGE_BUDGET
+                            and self._merged * MERGE_DENSITY > self._seen + chars):
+                        single = getattr(self.encoding(), "_encode_single_piece", None)
+            if room > 0 and len(piece) <= MEMO_PIECE:
+                memo[piece] = n
+                room -= 1
+            else:
+                out[piece] = n
+        return out
+
+    def _count_pieces(self, text: str, use_memo: bool, adaptive: bool) -> int:
         """Split ``text`` and count each distinct piece once: a memo hit, else one rank
         lookup for a piece that is a token, else its byte-pair merge. ``adaptive``: once
         MERGE_BUDGET bytes were merged in Python (text of mostly new, non-token pieces:
@@ -649,7 +796,7 @@ class O200kCounter(Counter):
                 elif len(b) > LONG_PIECE:
                     n = self._long_piece_count(b)
                 else:
-                    n = _merge_count(b, rank)
+                    n = _merge_count(b, self._merge_rank())
                     if adaptive:
                         self._merged += len(b)
                         if (self._merged > MERGE_BUDGET
@@ -669,11 +816,54 @@ class O200kCounter(Counter):
         encoding = self.encoding()
         single = getattr(encoding, "_encode_single_piece", None)
         if single is None:
-            return _merge_count(piece, self._rank_table().rank)
+            return _merge_count(piece, self._merge_rank())
         return len(single(piece))
 
 
 _DEL_RUN = re.compile("\x7f{2,}")
+
+# -- Segments.
+#
+# JSON repeats whole stretches (keys with their punctuation, "type":"string", enum values), and
+# the output of a compressor repeats the input's strings (descriptions kept as they were). So
+# a text with quotes is cut into *segments* at places where no piece crosses and where each
+# side is split exactly as inside the whole text; the count of the text is then the sum of the
+# counts of its segments, each distinct segment counted once and remembered (the segment memo,
+# shared by the counts of one counter, like the piece memo). The two places (ASCII only, in
+# both patterns, whatever the classes: no ASCII character is in a class it is not in in ASCII):
+#
+# (1) between an ASCII letter and a '"' that is not followed by an ASCII letter or '"'. A letter
+#     is only ever in a letter piece (the first two alternatives: no other takes a letter),
+#     which goes on only with letters, marks or an apostrophe contraction, so it ends before
+#     the quote, and the quote starts the next piece. The letter piece is the same when the
+#     text ends after the letter. (The lookahead only makes the places unambiguous, below.)
+# (2) after a '"' preceded by one of ':', ',', ' ', '{', '[' and followed by an ASCII letter.
+#     The character before the quote cannot be the optional first character of a letter piece
+#     (a quote follows it, not a letter), nor in a whitespace piece that ends at or after the
+#     quote: a whitespace run before a quote ends before it (alternatives 5-7 hold only white
+#     space); if the run is one space, ` ?[^\s\p{L}\p{N}]+` takes it with the quote first,
+#     if it is longer `\s+(?!\S)` leaves its last space, which does the same. Otherwise it is
+#     punctuation, in ` ?[^\s\p{L}\p{N}]+[\r\n/]*`, which takes the quote and stops at the
+#     letter (in neither class). Either way a piece ends exactly between the quote and the
+#     letter, by a greedy run that the end of the text stops alike, and no lookahead decides.
+#
+# A segment starts where the text or a place starts and ends at the next place or the end, so
+# each segment is split as the scanner of the whole text splits it (it arrives at every place,
+# and every piece before a place is found within the text before it). `_SEGMENT` matches the
+# quote at each place; the quote belongs to the segment after a place (1), to the one before a
+# place (2). A segment `s` of `_SEGMENT.split` other than the first and the last thus stands for
+#   ('"' unless s starts with a letter: it follows a place (1) exactly when it does not)
+#   + s + ('"' if s ends with one of ':, {[': it precedes a place (2) exactly then),
+# a text of its own, whatever its neighbours: the memo is keyed by `s`.
+_SEGMENT = re.compile(r'"(?:(?<=[A-Za-z]")(?![A-Za-z"])|(?<=[:, {\[]")(?=[A-Za-z]))')
+_LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+_OPENERS = frozenset(':, {[')
+# A chunk is counted by segments when it has at least SEG_MIN_PARTS of them, at most one in
+# SEG_DISTINCT of them distinct (else piece by piece, as a text without quotes is).
+SEG_MIN_PARTS = 64
+SEG_DISTINCT = 2
+SEG_MEMO_CHARS = 1 << 22
+SEG_MEMO_LEN = 1 << 14
 
 
 def _tally(items) -> dict:
@@ -689,11 +879,13 @@ def _tally(items) -> dict:
 #   at the newline is taken by `[^\S\r\n]*[\r\n]+` whatever follows it, so the one lookahead
 #   (`(?!\S)`) never decides there;
 # * between an ASCII letter and a double quote: a piece holding a letter continues only with
-#   letters, marks or an apostrophe contraction.
+#   letters, marks or an apostrophe contraction;
+# * after a DEL: no piece holds one or goes past one, and the lookahead reads it as the end
+#   (DEL-joined batches of segments, see `_count_each`, have no other places).
 # Each side is then split exactly as inside the whole text (a cut never falls inside a piece,
 # and the scanner of the whole text arrives at it). Catalog JSON, logs and prose have such
 # places every few dozen characters; a text without one within a chunk is taken whole.
-_CUT = re.compile(r'\n(?=[!-.0-~])|[A-Za-z](?=")')
+_CUT = re.compile(r'\n(?=[!-.0-~])|[A-Za-z](?=")|\x7f')
 
 
 def _chunks(text: str):
