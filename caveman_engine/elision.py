@@ -112,6 +112,63 @@ def read_lines(data: bytes, min_lines: int) -> LineInput | None:
     return li
 
 
+class LineSpans:
+    """A valid-UTF-8 input's lines as offsets into its bytes (see :func:`read_line_spans`):
+    the same lines as :func:`split_lines` of the decoded text, without a str per line kept
+    alive. ``spans[i]`` is the text of line ``i`` (decoded on demand, so it can stand for the
+    ``units`` of :func:`keep_non_redundant`); ``data[start(i):end(i)]`` are its bytes, without
+    the ``\n`` that ends it."""
+
+    __slots__ = ("data", "starts", "trailing_nl", "eol")
+
+    def __init__(self, data: bytes) -> None:
+        from array import array
+
+        self.data = data
+        self.trailing_nl = data.endswith(b"\n")
+        body_end = len(data) - 1 if self.trailing_nl else len(data)
+        starts = array("q", [0])
+        find, append = data.find, starts.append
+        p = find(b"\n", 0, body_end)
+        while p >= 0:
+            p += 1
+            append(p)
+            p = find(b"\n", p, body_end)
+        append(body_end + 1)  # sentinel: line i ends at starts[i + 1] - 1
+        self.starts = starts
+        self.eol = marker_eol_bytes(data)
+
+    def __len__(self) -> int:
+        return len(self.starts) - 1
+
+    def __getitem__(self, i: int) -> str:
+        if i < 0:
+            i += len(self.starts) - 1
+        return self.data[self.starts[i]:self.starts[i + 1] - 1].decode("utf-8")
+
+    def start(self, i: int) -> int:
+        return self.starts[i]
+
+    def end(self, i: int) -> int:
+        return self.starts[i + 1] - 1
+
+    def region(self, first: int, stop: int) -> memoryview:
+        """Lines ``first .. stop - 1`` as they are in the input, joined by their ``\n``
+        (none after the last): a view, not a copy."""
+        return memoryview(self.data)[self.starts[first]:self.starts[stop] - 1]
+
+
+def read_line_spans(data: bytes, min_lines: int) -> LineSpans | None:
+    """:func:`read_lines` for a large input: the lines as offsets into ``data`` (no decoded
+    copy of the input stays alive); None when ``data`` is not valid UTF-8 or has fewer than
+    ``min_lines`` lines."""
+    if not data.isascii() and not gotext.is_valid_utf8(data):
+        return None
+    if data.count(b"\n", 0, len(data) - 1) + 1 < min_lines:
+        return None
+    return LineSpans(data)
+
+
 def join_lines(lines: Iterable[str], trailing_nl: bool) -> str:
     out = "\n".join(lines)
     return out + "\n" if trailing_nl else out
@@ -123,6 +180,14 @@ def marker_eol(text: str) -> str:
     if n == 0:
         return ""
     return "\r" if 2 * text.count("\r\n") > n else ""
+
+
+def marker_eol_bytes(data: bytes) -> str:
+    """:func:`marker_eol` of the text ``data`` encodes (UTF-8: the counts are the same)."""
+    n = data.count(b"\n")
+    if n == 0:
+        return ""
+    return "\r" if 2 * data.count(b"\r\n") > n else ""
 
 
 def utf8_len(s: str) -> int:

@@ -28,62 +28,88 @@ def marker(n: int, summary: str | None) -> str:
     return f"\u2026 {n} lines elided (caveman) \u2026"
 
 
+_ELLIPSIS = elision.ELLIPSIS.encode()
+# _KEEP on a line's bytes, searched in place (pos/endpos): with MULTILINE, ``^`` matches at
+# the line's start (the input's start or just after a "\n"), and nothing reaches past the
+# line's end. Same matches as on the decoded line: ASCII-only classes, word boundaries and
+# case folding, and UTF-8 bytes of other characters are never word or space bytes.
+_KEEP_BYTES = re.compile(_KEEP.pattern.encode(), re.MULTILINE)
+
+
 @elision.declines_on_error
 def compress(data: bytes) -> bytes | None:
-    li = elision.read_lines(data, MIN_LINES)
-    if li is None:
+    """Lines are offsets into ``data`` (a line's text is decoded only when a check needs it)
+    and the output is built from views of ``data``: a 60 MB log costs the input and the
+    output, not several copies of its text."""
+    lines = elision.read_line_spans(data, MIN_LINES)
+    if lines is None:
         return None
-    lines, trailing, eol = li.lines, li.trailing_nl, li.eol
     n = len(lines)
     keep = [False] * n
     keep[0] = keep[1] = True
-    real = [i for i in range(n) if not gotext.is_blank(lines[i])]
-    for i in real[-2:]:
-        keep[i] = True
+    # the last two lines that are not blank
+    found = 0
+    for i in range(n - 1, -1, -1):
+        if found == 2:
+            break
+        if not gotext.is_blank(lines[i]):
+            keep[i] = True
+            found += 1
     has_note = False
-    for i, line in enumerate(lines):
-        if elision.is_note(line):
-            has_note = True
-            keep[i] = True
-        elif elision.is_marker(line) or _KEEP.search(line):
-            keep[i] = True
+    search = _KEEP_BYTES.search
+    starts = lines.starts
+    if _ELLIPSIS in data:
+        for i in range(n):
+            line = lines[i] if data.find(_ELLIPSIS, starts[i], starts[i + 1] - 1) >= 0 else ""
+            if line and elision.is_note(line):
+                has_note = True
+                keep[i] = True
+            elif (line and elision.is_marker(line)) or search(data, starts[i], starts[i + 1] - 1):
+                keep[i] = True
+    else:  # neither a note nor a marker can be there
+        for i in range(n):
+            if search(data, starts[i], starts[i + 1] - 1):
+                keep[i] = True
     keep = elision.keep_non_redundant(lines, keep)
-    return elide_lines(lines, keep, trailing, eol, marker, unit="lines", has_note=has_note)
+    return elide_lines(lines, keep, marker, unit="lines", has_note=has_note)
 
 
 def elide_lines(
-    lines: list[str],
+    lines: elision.LineSpans,
     keep: list[bool],
-    trailing: bool,
-    eol: str,
     make_marker,
     *,
     unit: str,
     has_note: bool,
 ) -> bytes | None:
-    """Render kept lines and worth-eliding runs as summarised markers (+ contract note)."""
-    out: list[str] = []
+    """Render kept lines and worth-eliding runs as summarised markers (+ contract note): the
+    input's own bytes for each kept stretch of lines, joined with the markers."""
+    eol = lines.eol
+    starts = lines.starts
+    parts: list = []  # views of kept stretches and encoded markers, joined by "\n"
     elided_total = 0
     collapsed = False
-    pos = 0
+    region = 0  # first line of the kept stretch not yet in ``parts``
     for start, end in elision.runs(keep):
-        out.extend(lines[pos:start])
-        pos = end
-        run = lines[start:end]
-        elided = sum(elision.utf8_len(x) + 1 for x in run)
+        elided = starts[end] - starts[start]  # each line's bytes and its "\n"
         summary = None
         if end - start >= 2:
-            summary = elision.summarize([elision.line_fields(x) for x in run], elided)
+            summary = elision.summarize(
+                [elision.line_fields(lines[i]) for i in range(start, end)], elided)
         m = make_marker(end - start, summary)
         if elision.worth_eliding(end - start, summary, elision.utf8_len(m) + 1, elided):
-            out.append(m + eol)
+            if region < start:
+                parts.append(lines.region(region, start))
+            parts.append((m + eol).encode("utf-8"))
+            region = end
             elided_total += elided
             collapsed = True
-        else:
-            out.extend(run)
-    out.extend(lines[pos:])
     if not collapsed:
         return None
+    if region < len(lines):
+        parts.append(lines.region(region, len(lines)))
     if elided_total >= elision.NOTE_MIN_ELIDED and not has_note:
-        out.append(elision.contract_note(unit) + eol)
-    return elision.join_lines(out, trailing).encode("utf-8")
+        parts.append((elision.contract_note(unit) + eol).encode("utf-8"))
+    if lines.trailing_nl:
+        parts.append(b"")
+    return b"\n".join(parts)
