@@ -93,10 +93,19 @@ _constraint_exact: re.Pattern | None = None
 _CONSTRAINT_LOWER = re.compile(r"\b(?:" + _CONSTRAINT_ALTERNATIVES + r")\b", re.ASCII)
 
 
+# Lower-cases ASCII letters only.
+_ASCII_LOWER = {c: c + 32 for c in range(ord("A"), ord("Z") + 1)}
+
+
 def is_constraint(sentence: str) -> bool:
     """Whether the CONSTRAINT regex matches anywhere in ``sentence`` (Go RE2 semantics)."""
     if sentence.isascii():
         return _CONSTRAINT_LOWER.search(sentence.lower()) is not None
+    if "\u212a" not in sentence and "\u017f" not in sentence:
+        # The only non-ASCII characters that fold with a letter of the pattern are KELVIN SIGN
+        # and LONG S: without them, no other one can match a letter, and lower-casing the
+        # ASCII letters alone is the fast path again (no compile of the exact pattern).
+        return _CONSTRAINT_LOWER.search(sentence.translate(_ASCII_LOWER)) is not None
     return constraint_regex().search(sentence) is not None
 
 
@@ -244,31 +253,27 @@ def _walk(kind: int, root: Any, cache: dict[str, str]) -> Any:
         k, v, dst, key = pop()
         t = type(v)
         if t is dict:
+            # A walked dict starts as a copy (C): its members are then replaced where they
+            # change (a container is replaced once walked), the dropped ones deleted. Member
+            # order does not matter: the output is written with sorted keys.
             if k == _SCHEMA:
-                new: dict = {}
+                new: dict = v.copy()
                 for mk, mv in v.items():
-                    if mk in drop:
-                        continue
                     tv = type(mv)
-                    if tv is dict or tv is list:
-                        if mk in verbatim:
-                            new[mk] = mv
-                        else:
-                            new[mk] = None
-                            push((_USER if mk in user_maps else _SCHEMA, mv, new, mk))
-                    elif tv is str and mk == "description":
-                        new[mk] = reduce(mv)
-                    else:
-                        new[mk] = mv
+                    if (tv is dict or tv is list) and mk not in verbatim and mk not in drop:
+                        push((_USER if mk in user_maps else _SCHEMA, mv, new, mk))
+                if not drop.isdisjoint(new):
+                    for mk in drop.intersection(new):
+                        del new[mk]
+                d = new.get("description")
+                if type(d) is str:
+                    new["description"] = reduce(d)
             elif k == _USER:
-                new = {}
+                new = v.copy()
                 for mk, mv in v.items():
                     tv = type(mv)
                     if tv is dict or tv is list:
-                        new[mk] = None
                         push((_SCHEMA, mv, new, mk))
-                    else:
-                        new[mk] = mv
             else:  # envelope: copy every member, override the doors, function, description
                 new = dict(v)
                 for mk in doors:
