@@ -393,6 +393,44 @@ def test_known_catalog_is_found_by_prefix():
     assert catalog.extract(other, known=(b"[1]",))[0] == b"[1,2]"
 
 
+KNOWN_BODIES = [
+    b'{"model":"m","messages":[{"role":"user","content":"x"}],\n "tools" :\t' + TOOLS + b' }',
+    b'{"messages":[{"tools":' + TOOLS + b'}],"tools":' + TOOLS + b'}',  # nested copy first
+    b'{"a":{"tools":' + TOOLS + b'}}',  # only nested
+    b'[{"tools":' + TOOLS + b'}]',  # root is not an object
+    b'{"tools":{"a":1},"tools":' + TOOLS + b'}',  # an earlier member decides
+    b'{"\\u0074ools":[1],"tools":' + TOOLS + b'}',
+    b'{"tools":' + TOOLS + b',"tools":[1]}',
+    b'{"tools":' + TOOLS + b'} x',
+    b'{"tools":' + TOOLS + b',}',
+    b'{"tools":' + TOOLS,
+    b'\xef\xbb\xbf{"tools":' + TOOLS + b'}',
+    b'{"s":"caf\xe9 \xff","tools":' + TOOLS + b'}',  # not UTF-8: simdjson declines
+    b'{"s":"\\"tools\\":' + TOOLS.replace(b'"', b'\\"') + b'","tools":' + TOOLS + b'}',
+    b'{"tools":' + TOOLS[:-1] + b',1]}',
+]
+
+
+@pytest.mark.parametrize("body", KNOWN_BODIES)
+def test_known_catalog_shortcut_agrees_with_the_scan(body):
+    assert catalog.extract(body, known=(b"[1]", TOOLS)) == catalog.extract(body)
+
+
+def test_known_catalog_shortcut_is_taken():
+    body = KNOWN_BODIES[0]
+    start = body.index(TOOLS)
+    assert catalog._known_span(body, (TOOLS,)) == (start, start + len(TOOLS))
+    assert catalog._known_span(KNOWN_BODIES[1], (TOOLS,)) is None  # the nested copy: scan
+
+
+def test_splice_of_a_found_span_needs_no_second_parse():
+    body = KNOWN_BODIES[0]
+    span, start, end = catalog.extract(body)
+    out = catalog.splice(body, start, end, b'[{"name":"a"}]', nested_valid=True)
+    assert out == body[:start] + b'[{"name":"a"}]' + body[end:]
+    assert json.loads(out)["tools"] == [{"name": "a"}]
+
+
 # --------------------------------------------------------------------------- the rewriter's gates
 
 

@@ -11,12 +11,16 @@ scanner (``JSONDecoder.raw_decode``) when the body is at most :data:`DECODE_SKIP
 (fast; the decoded value is dropped at once). Larger bodies are skipped with a scanner that
 builds nothing (a regex over strings and brackets), so memory per request stays about one copy
 of the body however many objects the messages hold.
+
+A catalog seen on a recent request (agents resend theirs every turn) is located without decoding
+anything: see :func:`_known_span`. Both ways give the same answer for every body.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import threading
 
 from .. import jsonio
 
@@ -26,6 +30,83 @@ _STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _STRUCT = re.compile(r'[\[\]{}"]')
 _SCALAR = re.compile(r'[^,}\] \t\n\r]+')
 DECODE_SKIP_MAX = 4 * 1024 * 1024
+_KEY = b'"tools"'
+_COLON = re.compile(rb"[ \t\n\r]*:[ \t\n\r]*")
+KNOWN_TRIES = 8  # occurrences of '"tools"' looked at before the full scan takes over
+_local = threading.local()
+
+
+def _simd_parse(data: bytes):
+    """simdjson's document for ``data``, or None when simdjson rejects it. simdjson is stricter
+    than Go's ``json.Valid`` (UTF-8, depth 1024, huge numbers), so None only means "not proven
+    valid here"; a document proves validity (that is how :func:`jsonio.valid` uses it too).
+    One parser per thread, reused: making one per call costs more than parsing a request."""
+    try:
+        parser = _local.parser
+    except AttributeError:
+        try:
+            import simdjson
+        except ImportError:
+            return None
+        parser = _local.parser = simdjson.Parser()
+    try:
+        return parser.parse(data)
+    except Exception:
+        return None
+
+
+def _is_first_tools_member(body: bytes, vstart: int, vend: int) -> bool:
+    """True when ``body`` is valid JSON and ``[vstart, vend)`` (a complete valid value) is the
+    value of its first top-level member named ``tools``; False when that is not proven.
+
+    Two simdjson checks, neither decoding a value into Python objects:
+
+    * ``body[:vstart] + b"0}"`` is a valid object whose last key is ``tools`` and no other key
+      is. A valid completion by ``0}`` means the prefix ends where the root object waits for
+      a member value (deeper, or inside a string, one ``}`` cannot close everything), so
+      ``vstart`` is where the root's first ``tools`` value starts;
+    * ``b'{"":0' + body[vend:]`` is valid: the bytes after the value continue the root object
+      and close it, as they would after any member value.
+
+    With the value itself valid, those two make the whole body valid, with this span as its
+    first top-level ``tools`` value."""
+    if body.startswith(jsonio.BOM):  # Go rejects a BOM; simdjson would skip it
+        return False
+    doc = _simd_parse(body[:vstart] + b"0}")
+    if doc is None:
+        return False
+    try:
+        keys = list(doc.keys())
+    except Exception:
+        return False
+    finally:
+        del doc  # the parser is reused: nothing may keep its last document alive
+    if not keys or keys[-1] != "tools" or "tools" in keys[:-1]:
+        return False
+    doc = _simd_parse(b'{"":0' + body[vend:])
+    ok = doc is not None
+    del doc
+    return ok
+
+
+def _known_span(body: bytes, known) -> tuple[int, int] | None:
+    """The span of a recently seen catalog, when it is this body's first top-level ``tools``
+    value; None when that is not proven (then the full scan decides)."""
+    if not known:
+        return None
+    pos = body.find(_KEY)
+    for _ in range(KNOWN_TRIES):
+        if pos < 0:
+            return None
+        m = _COLON.match(body, pos + len(_KEY))
+        if m is not None:
+            vstart = m.end()
+            for cat in known:
+                if body.startswith(cat, vstart):
+                    vend = vstart + len(cat)
+                    return (vstart, vend) if _is_first_tools_member(body, vstart, vend) else None
+        pos = body.find(_KEY, pos + 1)
+    return None
 
 
 def _skip_lean(text: str, pos: int) -> int:
@@ -58,9 +139,13 @@ def find_tools(body: bytes, known=()) -> tuple[int, int] | None:
 
     ``known``: catalogs seen recently. When one of them is at the start of the ``tools`` value
     it IS that value (a complete array that begins a valid value ends where it ends), so a
-    repeated catalog is found by one byte comparison instead of a scan."""
+    repeated catalog is found by one byte comparison instead of a scan.
+    ``known`` must hold only complete, valid JSON arrays (catalogs found by this function)."""
     if b"tools" not in body and b"\\u" not in body:
         return None  # cheap: no key can decode to "tools"
+    span = _known_span(body, known)
+    if span is not None:
+        return span
     if not jsonio.valid(body):
         return None
     text = body.decode("latin-1")
@@ -110,13 +195,22 @@ def extract(body: bytes, known=()) -> tuple[bytes, int, int] | None:
 
 
 def splice(body: bytes, start: int, end: int, replacement: bytes, *,
-           replacement_valid: bool = False) -> bytes | None:
+           replacement_valid: bool = False, nested_valid: bool = False) -> bytes | None:
     """``body`` with ``[start, end)`` replaced; None when the replacement or the result is not
     valid JSON, or the result is empty (spec §2.6 step 5). ``replacement_valid``: the caller
-    already validated the replacement (a cached rewrite), so only the result is checked."""
-    if not replacement or not (replacement_valid or jsonio.valid(replacement)):
+    already validated the replacement (a cached rewrite), so only the result is checked.
+
+    ``nested_valid``: ``[start, end)`` came from :func:`find_tools` on this body (so the body
+    is valid and the span is a top-level member value) and ``b"[" + replacement + b"]"`` is
+    valid (so the replacement is valid one level down too, depth limit included). The result
+    is then valid by construction and is not parsed again."""
+    if not replacement:
         return None
     out = body[:start] + replacement + body[end:]
+    if nested_valid:
+        return out
+    if not (replacement_valid or jsonio.valid(replacement)):
+        return None
     if not out or not jsonio.valid(out):
         return None
     return out

@@ -54,7 +54,7 @@ STORE_CHECK_SECONDS = 1.0
 
 @dataclass(frozen=True)
 class Rewritten:
-    catalog: bytes  # the rewritten tools span (valid JSON)
+    catalog: bytes  # the rewritten tools span (valid JSON, also one level down)
     handle: str  # recovery handle of the original span
 
 
@@ -163,7 +163,9 @@ class Rewriter:
             return None
         from .. import jsonio
 
-        if not jsonio.valid(out):  # checked once here; every splice of it relies on this
+        # Checked once here, one level down (as it will sit in the body): every splice of it
+        # relies on this instead of parsing the spliced body again.
+        if not jsonio.valid(b"[" + out + b"]"):
             log.warning("proxy: %s produced invalid JSON; forwarding the original",
                         self.content_type)
             self._remember(catalog, None)
