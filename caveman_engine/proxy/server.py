@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import aiohttp
 from aiohttp import web
+from multidict import CIMultiDict
 from yarl import URL
 
 from . import catalog
@@ -109,6 +110,15 @@ def trace_id(headers) -> str:
 
 class UpstreamUnavailable(Exception):
     pass
+
+
+class _StartWithFirstChunk(web.StreamResponse):
+    """A stream response whose headers wait for its first write, as aiohttp's own
+    :class:`web.Response` does: used only when that first chunk is already in hand, so the
+    headers and the chunk leave in one write and nothing is held back. (An aiohttp without
+    this switch sends the headers first: the same bytes in two writes.)"""
+
+    _send_headers_immediately = False
 
 
 class Proxy:
@@ -247,7 +257,7 @@ class Proxy:
         raise UpstreamUnavailable(str(last))
 
     @staticmethod
-    def _copy_headers(up: aiohttp.ClientResponse, resp: web.StreamResponse) -> None:
+    def _copy_headers(up: aiohttp.ClientResponse, out: CIMultiDict) -> None:
         named = set()
         for v in up.headers.getall("connection", []):
             named.update(t.strip().lower() for t in v.split(",") if t.strip())
@@ -255,7 +265,7 @@ class Proxy:
             lk = k.lower()
             if lk in HOP_BY_HOP or lk in named or lk.startswith("x-cave"):
                 continue
-            resp.headers.add(k, v)
+            out.add(k, v)
 
     # -- the handler
 
@@ -325,11 +335,9 @@ class Proxy:
         result = await rw.rewrite(span)
         if result is None:
             return body, None
-        if big:
-            spliced = await asyncio.to_thread(catalog.splice, body, start, end, result.catalog,
-                                              replacement_valid=True)
-        else:
-            spliced = catalog.splice(body, start, end, result.catalog, replacement_valid=True)
+        # The body is valid, the span is its top-level catalog and the rewrite is valid one
+        # level down: the spliced body is valid by construction (spec §2.6 step 5).
+        spliced = catalog.splice(body, start, end, result.catalog, nested_valid=True)
         if spliced is None:
             log.warning("proxy: spliced body is not valid JSON; forwarding the original")
             return body, None
@@ -337,21 +345,23 @@ class Proxy:
 
     async def _relay(self, request, up: aiohttp.ClientResponse, rid, trace, extra, rewritten,
                      sid) -> web.StreamResponse:
-        resp = web.StreamResponse(status=up.status, reason=up.reason)
-        self._copy_headers(up, resp)
-        for k, v in self._base_headers(rid, trace).items():
-            resp.headers[k] = v
+        headers = CIMultiDict()
+        self._copy_headers(up, headers)
+        headers["x-cave-request-id"] = rid
+        headers["x-cave-trace-id"] = trace
+        headers["x-cave-project"] = self.config.label
         rw = self.rewriter
         if rewritten is not None:
-            resp.headers[OPTIMIZATION_HEADER] = rw.lever
-            resp.headers[STRIP_HEADER] = rw.level
-            resp.headers[HANDLE_HEADER] = rewritten.handle
+            headers[OPTIMIZATION_HEADER] = rw.lever
+            headers[STRIP_HEADER] = rw.level
+            headers[HANDLE_HEADER] = rewritten.handle
         else:
-            resp.headers[OPTIMIZATION_HEADER] = "none"
+            headers[OPTIMIZATION_HEADER] = "none"
         for k, v in extra.items():
-            resp.headers[k] = v
+            headers[k] = v
+        # Only a session's usage is ever read (the ledger tracks nothing else).
         scanner = UsageScanner(up.headers.get("content-type", ""),
-                               up.headers.get("content-encoding", ""))
+                               up.headers.get("content-encoding", "")) if sid else None
         levers = [rw.lever] if rewritten is not None else []
         observed = False
 
@@ -361,26 +371,61 @@ class Proxy:
             nonlocal observed
             if not observed:
                 observed = True
-                self.ledger.observe(sid, levers, scanner.finish())
+                if scanner is not None:
+                    self.ledger.observe(sid, levers, scanner.finish())
 
         length = up.content_length
+        first = b""
+        if length is not None and 0 < length <= CHUNK:
+            try:
+                first = up.content.read_nowait(length)  # what already arrived, no waiting
+            except Exception:
+                first = b""  # the read loop below meets the same error
+            if len(first) == length:
+                # The whole body came with the headers (the usual JSON answer): send both in
+                # one write instead of the headers first.
+                if scanner is not None:
+                    scanner.feed(first)
+                observe()
+                up.release()
+                return web.Response(status=up.status, reason=up.reason, body=first,
+                                    headers=headers)
+        if not first:
+            try:
+                first = up.content.read_nowait(CHUNK)
+            except Exception:
+                first = b""  # the read loop below meets the same error
+        # Bytes that are already here go out in one write with the headers; with nothing here
+        # yet, the headers go at once (the client sees the response start while it waits).
+        kind = _StartWithFirstChunk if first else web.StreamResponse
+        resp = kind(status=up.status, reason=up.reason, headers=headers)
         sent = 0
         upstream_broken = client_gone = False
         finished = False
         try:
             await resp.prepare(request)
             while True:
-                try:
-                    chunk = await up.content.read(CHUNK)
-                except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
-                    log.warning("proxy: upstream body broke off: %r", exc)
-                    upstream_broken = True
-                    break
+                if first:
+                    chunk, first = first, b""
+                else:
+                    try:
+                        chunk = await up.content.read(CHUNK)
+                    except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
+                        log.warning("proxy: upstream body broke off: %r", exc)
+                        upstream_broken = True
+                        break
                 if not chunk:
                     finished = True
                     break
-                scanner.feed(chunk)
+                if scanner is not None:
+                    scanner.feed(chunk)
                 sent += len(chunk)
+                if up.content.at_eof():
+                    # The upstream's last bytes: they go out with the end of the response.
+                    finished = True
+                    observe()
+                    await resp.write_eof(chunk)
+                    break
                 if length is not None and sent >= length:
                     observe()
                 await resp.write(chunk)
