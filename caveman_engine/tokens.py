@@ -15,8 +15,8 @@ Python, exactly as the encoder would:
   second count, of the output, is made of the input's pieces): a piece that is a token costs
   one rank lookup, any other its byte-pair merge. Rank lookups go to an open-addressing hash
   table in a memory-mapped *rank cache* file, written once next to the recovery store and
-  validated on every load (format, vocabulary sha256, a sha256 of its own body, owned by us
-  and not writable by others); loading it costs a few milliseconds;
+  validated on every load (format, vocabulary sha256, a CRC-32 of its own body against
+  accidental damage, owned by us and not writable by others); loading it costs about 2 ms;
 * a text with many repeated quoted stretches (JSON) is first cut into *segments* where no
   piece crosses (see "Segments"); each distinct segment is counted once, through a memo shared
   like the piece memo: a compressor's output repeats most of its input's segments, so its
@@ -38,17 +38,20 @@ empty input.
 
 from __future__ import annotations
 
-import hashlib
+# Imports are cheap ones: every `compress` counts. hashlib (OpenSSL), tempfile and pathlib
+# are loaded only to build the rank cache, once per cache directory.
 import mmap
 import os
 import re
 import stat
 import struct
 import sys
-import tempfile
-import threading
 import zlib
-from pathlib import Path
+from _thread import allocate_lock
+
+TYPE_CHECKING = False  # typing costs a few ms to import
+if TYPE_CHECKING:
+    from pathlib import Path
 
 from . import gotext
 
@@ -184,6 +187,24 @@ def _flat(name: str):
     return flat
 
 
+def _ascii_ranges(name: str) -> list[tuple[int, int]]:
+    """The ASCII part of a shipped class, from its first six ranges alone (ranges ascend; all
+    of the class if those six are all ASCII)."""
+    import array
+    import base64
+
+    from . import _unicode_classes as uc
+
+    flat = array.array("I")
+    flat.frombytes(base64.b64decode(getattr(uc, name)[:64]))  # 48 bytes: 6 ranges
+    if sys.byteorder == "big":
+        flat.byteswap()
+    out = [(lo, min(hi, 0x7F)) for lo, hi in zip(flat[::2], flat[1::2]) if lo <= 0x7F]
+    if len(out) == len(flat) // 2:  # every range decoded is ASCII: there may be more
+        return [(lo, min(hi, 0x7F)) for lo, hi in _ranges(name) if lo <= 0x7F]
+    return out
+
+
 def _ranges(name: str) -> list[tuple[int, int]]:
     flat = _flat(name)
     return list(zip(flat[::2], flat[1::2]))
@@ -271,28 +292,26 @@ class _Splitter:
     run unlocked (see `learn`)."""
 
     def __init__(self) -> None:
-        import bisect
-
-        self._bisect = bisect.bisect_right
-        self._tables = {}
-        for name in CLASS_SPELLINGS:
-            flat = _flat(name)
-            self._tables[name] = (flat[::2].tolist(), flat[1::2].tolist())
-        self._ascii = {
-            name: [(lo, min(hi, 0x7F)) for lo, hi in _ranges(name) if lo <= 0x7F]
-            for name in CLASS_SPELLINGS
-        }
+        self._tables = None  # class name -> (firsts, lasts), for `signature` (non-ASCII only)
+        self._ascii = {name: _ascii_ranges(name) for name in CLASS_SPELLINGS}
         self.rep: dict[tuple[bool, ...], str] = {}  # signature -> representative
         # code point -> its representative; ASCII maps to itself (spelled out: str.translate
         # is far slower on a missing key than on a hit)
         self.table: dict[int, str] = {c: chr(c) for c in range(128)}
-        self._lock = threading.Lock()
+        self._lock = allocate_lock()
         self.pattern = self._compile()
         self._marked = (None, None)
 
     def signature(self, ch: str) -> tuple[bool, ...]:
+        from bisect import bisect_right as bisect
+
+        if self._tables is None:
+            tables = {}
+            for name in CLASS_SPELLINGS:
+                flat = _flat(name)
+                tables[name] = (flat[::2].tolist(), flat[1::2].tolist())
+            self._tables = tables
         c = ord(ch)
-        bisect = self._bisect
         out = []
         for los, his in self._tables.values():
             i = bisect(los, c) - 1
@@ -402,12 +421,14 @@ def _get_splitter() -> _Splitter:
 
 # The body is in native byte order: a cache written on a machine of the other order (a shared
 # home directory) must not validate, or every rank would be read wrong.
-_MAGIC = b"CAVBPE01" if sys.byteorder == "little" else b"CAVBPEB1"
-_HEADER = struct.Struct("<8s32s32sIII")  # magic, vocab sha256, body sha256, n, slots, keys_len
+_MAGIC = b"CAVBPE02" if sys.byteorder == "little" else b"CAVBPEB2"
+_HEADER = struct.Struct("<8s32sIIII")  # magic, vocab sha256, body CRC-32, n, slots, keys_len
 _CACHE_NAME = "o200k_base.rankcache"
 
 
 def vocab_path() -> Path:
+    from pathlib import Path
+
     return Path(__file__).with_name("data") / "o200k_base.tiktoken"
 
 
@@ -418,6 +439,7 @@ class VocabularyError(RuntimeError):
 def load_vocab_ranks() -> list[bytes]:
     """Token bytes by rank, from the packaged vocabulary, sha256-checked."""
     import base64
+    import hashlib
 
     raw = vocab_path().read_bytes()
     if hashlib.sha256(raw).hexdigest() != VOCAB_SHA256:
@@ -456,7 +478,7 @@ def build_rank_table(tokens: list[bytes]) -> bytes:
     keys = b"".join(tokens)
     body = offsets.tobytes() + table.tobytes() + keys
     header = _HEADER.pack(
-        _MAGIC, bytes.fromhex(VOCAB_SHA256), hashlib.sha256(body).digest(), n, slots, len(keys)
+        _MAGIC, bytes.fromhex(VOCAB_SHA256), zlib.crc32(body), n, slots, len(keys)
     )
     return header + body
 
@@ -465,7 +487,7 @@ class RankTable:
     """Rank lookups over a rank-cache blob (bytes or mmap)."""
 
     def __init__(self, blob) -> None:
-        magic, vocab_sha, body_sha, n, slots, keys_len = _HEADER.unpack_from(blob, 0)
+        magic, vocab_sha, body_crc, n, slots, keys_len = _HEADER.unpack_from(blob, 0)
         if magic != _MAGIC or vocab_sha.hex() != VOCAB_SHA256:
             raise VocabularyError("rank cache is for another vocabulary or format")
         h = _HEADER.size
@@ -474,7 +496,7 @@ class RankTable:
         if len(blob) != t_end + keys_len or slots & (slots - 1):
             raise VocabularyError("rank cache has the wrong size")
         view = memoryview(blob)
-        if hashlib.sha256(view[h:]).digest() != body_sha:
+        if zlib.crc32(view[h:]) != body_crc:
             raise VocabularyError("rank cache is corrupt")
         self._blob = blob
         self.n = n
@@ -501,9 +523,9 @@ class RankTable:
         return [bytes(blob[base + offsets[r] : base + offsets[r + 1]]) for r in range(self.n)]
 
 
-def _cache_usable(path: Path) -> bool:
+def _cache_usable(path) -> bool:
     try:
-        st = path.lstat()
+        st = os.lstat(path)
     except OSError:
         return False
     if not stat.S_ISREG(st.st_mode):
@@ -516,7 +538,7 @@ def _cache_usable(path: Path) -> bool:
 def load_rank_table(cache_dir: Path | None) -> RankTable:
     """The rank table from ``cache_dir``'s rank cache, building (and writing) it if needed."""
     if cache_dir is not None:
-        path = cache_dir / _CACHE_NAME
+        path = os.path.join(cache_dir, _CACHE_NAME)
         if _cache_usable(path):
             try:
                 with open(path, "rb") as f:
@@ -532,6 +554,8 @@ def load_rank_table(cache_dir: Path | None) -> RankTable:
 
 def _write_cache(cache_dir: Path, blob: bytes) -> None:
     """Atomically write the cache (0600). Failure only costs the next cold start."""
+    import tempfile
+
     try:
         fd, tmp = tempfile.mkstemp(prefix=".rankcache.", dir=cache_dir)
     except OSError:
@@ -539,7 +563,7 @@ def _write_cache(cache_dir: Path, blob: bytes) -> None:
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(blob)
-        os.replace(tmp, cache_dir / _CACHE_NAME)
+        os.replace(tmp, os.path.join(cache_dir, _CACHE_NAME))
     except OSError:
         try:
             os.unlink(tmp)
