@@ -300,7 +300,6 @@ class _Splitter:
         self.table: dict[int, str] = {c: chr(c) for c in range(128)}
         self._lock = allocate_lock()
         self.pattern = self._compile()
-        self._marked = (None, None)
 
     def signature(self, ch: str) -> tuple[bool, ...]:
         from bisect import bisect_right as bisect
@@ -327,7 +326,11 @@ class _Splitter:
             extra = [(ord(r), ord(r)) for sig, r in reps if sig[k]]
             return sorted(self._ascii[name] + extra)
 
-        return re.compile(_spell(_PAT_STR, ranges_of))
+        # One more alternative, `\x7f`: it matches only where no other can (every other
+        # character starts a piece), so the pieces are the same, and each DEL is a piece of its
+        # own: a text's pieces tile it, and a DEL marks where a text of a DEL-joined batch ends
+        # (see `O200kCounter._count_each`). `split` drops them unless asked for them.
+        return re.compile(_spell(_PAT_STR, ranges_of) + "|\x7f")
 
     def learn(self, chars) -> None:
         """Give each of ``chars`` (non-ASCII) its representative. A character enters the
@@ -347,19 +350,15 @@ class _Splitter:
                 self.pattern = self._compile()
             self.table.update(entries)
 
-    def marked(self, pattern):
-        """``pattern`` with one more alternative, ``\x7f``: it matches only where no other
-        alternative can (every other character starts a piece), so the pieces are the same
-        and each DEL is a piece of its own, marking where the texts of a DEL-joined batch
-        end (see `O200kCounter._count_each`). Compiled on first use, for the latest pattern."""
-        done = self._marked
-        if done[0] is not pattern:
-            done = self._marked = (pattern, re.compile(pattern.pattern + "|\x7f"))
-        return done[1]
-
     def split(self, text: str, marked: bool = False) -> list[str]:
-        """The pieces of ``text``; with ``marked``, a DEL is a piece too (see `marked`)."""
-        pattern = self.marked(self.pattern) if marked else self.pattern
+        """The pieces of ``text``; with ``marked``, each DEL is a piece too (see `_compile`)."""
+        pieces = self._split(text)
+        if not marked and "\x7f" in text:
+            return [p for p in pieces if p != "\x7f"]
+        return pieces
+
+    def _split(self, text: str) -> list[str]:
+        pattern = self.pattern
         if text.isascii():
             return pattern.findall(text)
         runs = _NON_ASCII.findall(text)
@@ -368,10 +367,8 @@ class _Splitter:
         if new:
             self.learn(new)
         pattern = self.pattern  # read after the table: it knows every representative there
-        if marked:
-            pattern = self.marked(pattern)
         if len(runs) * SPARSE > len(text):
-            return self._split_translated(text, pattern, marked)
+            return self._split_translated(text, pattern)
         spans = [m.span() for m in _NON_ASCII.finditer(text)]
         # A few non-ASCII runs (a catalog with some accented words): the ASCII stretches
         # between them are split as they are; only the stretch around each run, from a cut
@@ -392,17 +389,15 @@ class _Splitter:
             i += 1
             if lo > pos:
                 out += pattern.findall(text, pos, lo)
-            out += self._split_translated(text[lo:hi], pattern, marked)
+            out += self._split_translated(text[lo:hi], pattern)
             pos = hi
         if pos < n:
             out += pattern.findall(text, pos)
         return out
 
-    def _split_translated(self, text: str, pattern, marked: bool) -> list[str]:
+    def _split_translated(self, text: str, pattern) -> list[str]:
         translated = text.translate(self.table)
-        if not marked and "\x7f" in text:  # DEL is in no piece: the pieces do not tile the text
-            return [text[m.start() : m.end()] for m in pattern.finditer(translated)]
-        # Every character is in exactly one piece: cut at the running lengths.
+        # Every character is in exactly one piece (DEL too): cut at the running lengths.
         from itertools import accumulate
 
         ends = list(accumulate(map(len, pattern.findall(translated))))
@@ -739,7 +734,7 @@ class O200kCounter(Counter):
     def _count_each(self, texts: list[str], adaptive: bool) -> list[int]:
         """The count of each of ``texts`` (DEL-free, none empty), each split on its own, from
         one split of their DEL-joined concatenation: no piece crosses a DEL (see `_PAT_STR`),
-        and the marked pattern returns each DEL as a piece of its own, where a text ends."""
+        and the splitter returns each DEL as a piece of its own when asked, where a text ends."""
         pieces = _get_splitter().split("\x7f".join(texts), marked=True)
         memo = self._memo
         new = set(pieces).difference(memo)
