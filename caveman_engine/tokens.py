@@ -187,22 +187,16 @@ def _flat(name: str):
     return flat
 
 
-def _ascii_ranges(name: str) -> list[tuple[int, int]]:
-    """The ASCII part of a shipped class, from its first six ranges alone (ranges ascend; all
-    of the class if those six are all ASCII)."""
-    import array
-    import base64
-
-    from . import _unicode_classes as uc
-
-    flat = array.array("I")
-    flat.frombytes(base64.b64decode(getattr(uc, name)[:64]))  # 48 bytes: 6 ranges
-    if sys.byteorder == "big":
-        flat.byteswap()
-    out = [(lo, min(hi, 0x7F)) for lo, hi in zip(flat[::2], flat[1::2]) if lo <= 0x7F]
-    if len(out) == len(flat) // 2:  # every range decoded is ASCII: there may be more
-        return [(lo, min(hi, 0x7F)) for lo, hi in _ranges(name) if lo <= 0x7F]
-    return out
+# The ASCII members of each class, as inclusive ranges: the splitter's pattern starts from
+# these alone (without decoding the shipped tables); a test checks them against the tables.
+ASCII_CLASSES = {
+    "UPPER": ((0x41, 0x5A),),
+    "LOWER": ((0x61, 0x7A),),
+    "LETTER_OR_NUMBER": ((0x30, 0x39), (0x41, 0x5A), (0x61, 0x7A)),
+    "NUMBER": ((0x30, 0x39),),
+    "SPACE": ((0x09, 0x0D), (0x20, 0x20)),
+    **{f"FOLD_{c.upper()}": ((ord(c.upper()),) * 2, (ord(c),) * 2) for c in "strevmld"},
+}
 
 
 def _ranges(name: str) -> list[tuple[int, int]]:
@@ -293,7 +287,7 @@ class _Splitter:
 
     def __init__(self) -> None:
         self._tables = None  # class name -> (firsts, lasts), for `signature` (non-ASCII only)
-        self._ascii = {name: _ascii_ranges(name) for name in CLASS_SPELLINGS}
+        self._ascii = {name: list(ranges) for name, ranges in ASCII_CLASSES.items()}
         self.rep: dict[tuple[bool, ...], str] = {}  # signature -> representative
         # code point -> its representative; ASCII maps to itself (spelled out: str.translate
         # is far slower on a missing key than on a hit)

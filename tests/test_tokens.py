@@ -138,6 +138,13 @@ def test_splitter_pattern_classes_are_ascii_plus_representatives():
     assert not re.search(r"\\[pPsS]|\(\?i", pattern)
 
 
+def test_ascii_classes_are_the_ascii_part_of_the_shipped_ones():
+    assert list(tokens.ASCII_CLASSES) == list(tokens.CLASS_SPELLINGS)
+    for name in tokens.CLASS_SPELLINGS:
+        shipped = [(lo, min(hi, 0x7F)) for lo, hi in tokens._ranges(name) if lo <= 0x7F]
+        assert (name, list(tokens.ASCII_CLASSES[name])) == (name, shipped)
+
+
 def test_shipped_classes_are_the_installed_tiktokens():
     """The shipped tables are what tiktoken's own \\p{..} classes say. If this fails after a
     tiktoken upgrade, both paths still agree with each other (both run the shipped tables);
