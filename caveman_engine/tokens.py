@@ -731,19 +731,24 @@ class O200kCounter(Counter):
         and the splitter returns each DEL as a piece of its own when asked, where a text ends."""
         pieces = _get_splitter().split("\x7f".join(texts), marked=True)
         memo = self._memo
+        memo["\x7f"] = 0  # a DEL counts nothing (and is never a piece of a text)
         new = set(pieces).difference(memo)
-        new.discard("\x7f")
-        # All in C: acc[i] is the count of the first i pieces (a DEL counts 0), the DELs are at
-        # `ends`, so text j is acc[ends[j]] - acc[ends[j - 1]].
-        from itertools import accumulate, compress, count, repeat
+        # All in C but the loop over the texts: acc[i] is the count of the first i pieces, the
+        # DELs are at `ends`, so text j is acc[ends[j]] - acc[ends[j - 1]].
+        from itertools import accumulate
 
-        values = map(memo.get, pieces, repeat(0))
+        values = map(memo.__getitem__, pieces)
         if new:
             extra = self._new_piece_counts(new, adaptive, sum(map(len, texts)))
             if extra:  # pieces the memo did not take (full, or long pieces)
-                values = map(memo.get, pieces, map(extra.get, pieces, repeat(0)))
+                values = map(memo.get, pieces, map(extra.get, pieces))
         acc = list(accumulate(values, initial=0))
-        ends = list(compress(count(), map("\x7f".__eq__, pieces)))
+        ends = []
+        index = pieces.index
+        end = -1
+        for _ in range(len(texts) - 1):
+            end = index("\x7f", end + 1)
+            ends.append(end)
         ends.append(len(pieces))
         return list(map(int.__sub__, map(acc.__getitem__, ends),
                         map(acc.__getitem__, [0] + ends[:-1])))
