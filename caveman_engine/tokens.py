@@ -72,8 +72,6 @@ LONG_PIECE = 256
 # pieces of at most MEMO_PIECE characters, ~25 MiB at worst; once full it stops growing.
 MEMO_ENTRIES = 1 << 17
 MEMO_PIECE = 48
-# Byte strings whose rank a merge looked up, remembered (see `O200kCounter._merge_rank`).
-PAIR_MEMO = 1 << 16
 # The Python path splits a text CHUNK characters at a time (a cut where no piece can cross,
 # see `_chunks`), so its list of pieces never holds more than one chunk's worth.
 CHUNK = 1 << 20
@@ -589,7 +587,6 @@ class O200kCounter(Counter):
         # characters of segments of at most SEG_MEMO_LEN each; once full it stops growing.
         self._segs: dict[str, int] = {}
         self._seg_room = SEG_MEMO_CHARS
-        self._cached_rank = None
 
     # -- loading
 
@@ -597,27 +594,6 @@ class O200kCounter(Counter):
         if self._table is None:
             self._table = load_rank_table(self._cache_dir)
         return self._table
-
-    def _merge_rank(self):
-        """`RankTable.rank` through a dict of the byte strings already looked up: a merge looks
-        up every adjacent pair of parts, and pieces share most of their pairs."""
-        cached = self._cached_rank
-        if cached is None:
-            rank = self._rank_table().rank
-            known: dict[bytes, int | None] = {}
-            get = known.get
-            miss = -1
-
-            def cached(b: bytes) -> int | None:
-                r = get(b, miss)
-                if r == miss:
-                    r = rank(b)
-                    if len(known) < PAIR_MEMO:
-                        known[b] = r
-                return r
-
-            self._cached_rank = cached
-        return cached
 
     def _pieces(self, text: str) -> list[str]:
         """The pre-split pieces of ``text``, as tiktoken's encoder (explicit pattern) cuts it."""
@@ -770,7 +746,7 @@ class O200kCounter(Counter):
             elif len(b) > LONG_PIECE:
                 n = self._long_piece_count(b)
             else:
-                n = _merge_count(b, self._merge_rank())
+                n = _merge_count(b, rank)
                 if adaptive:
                     self._merged += len(b)
                     if (self._merged > MERGE_BUDGET
@@ -814,7 +790,7 @@ class O200kCounter(Counter):
                 elif len(b) > LONG_PIECE:
                     n = self._long_piece_count(b)
                 else:
-                    n = _merge_count(b, self._merge_rank())
+                    n = _merge_count(b, rank)
                     if adaptive:
                         self._merged += len(b)
                         if (self._merged > MERGE_BUDGET
@@ -834,7 +810,7 @@ class O200kCounter(Counter):
         encoding = self.encoding()
         single = getattr(encoding, "_encode_single_piece", None)
         if single is None:
-            return _merge_count(piece, self._merge_rank())
+            return _merge_count(piece, self._rank_table().rank)
         return len(single(piece))
 
 
