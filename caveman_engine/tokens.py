@@ -586,6 +586,7 @@ class O200kCounter(Counter):
         # The segment memo (segment -> token count, see `_SEGMENT`): at most SEG_MEMO_CHARS
         # characters of segments of at most SEG_MEMO_LEN each; once full it stops growing.
         self._segs: dict[str, int] = {}
+        self._sentences: dict[str, int] = {}  # sentence -> token count (`_count_sentences`)
         self._seg_room = SEG_MEMO_CHARS
 
     # -- loading
@@ -690,7 +691,7 @@ class O200kCounter(Counter):
         for seg in new:
             texts.append(("" if seg[0] in letters else '"') + seg
                          + ('"' if seg[-1] in openers else ""))
-        counts = self._count_each(texts, adaptive)
+        counts = self._count_sentences(texts, adaptive)
         total += counts[0] + counts[1]
         segs, room = self._segs, self._seg_room
         for seg, n in zip(new, counts[2:]):
@@ -700,6 +701,42 @@ class O200kCounter(Counter):
                 room -= len(seg)
         self._seg_room = room
         return total
+
+    def _count_sentences(self, texts: list[str], adaptive: bool) -> list[int]:
+        """The count of each of ``texts`` (none empty), a long one sentence by sentence
+        (`_SENTENCE`): descriptions share sentences, and a compressor that shortens one keeps
+        some of them. Each distinct sentence is counted once and remembered (with the
+        segments' room); everything new is counted in one batch (`_count_each`)."""
+        sentences = self._sentences
+        known = sentences.get
+        split = _SENTENCE.split
+        plan = []  # per text: its units (the text, or its sentences)
+        batch: dict[str, int] = {}  # unit -> its index in the batch
+        for text in texts:
+            units = (text,)
+            if len(text) >= SENTENCE_MIN:
+                parts = split(text)
+                if len(parts) > 1:
+                    units = [parts[0]] + ["." + p for p in parts[1:]]
+            plan.append(units)
+            for unit in units:
+                if unit not in batch and known(unit) is None:
+                    batch[unit] = len(batch)
+        counts = self._count_each(list(batch), adaptive) if batch else []
+        room = self._seg_room
+        for unit, i in batch.items():
+            if len(unit) >= SENTENCE_KEEP and len(unit) <= SEG_MEMO_LEN and room >= len(unit):
+                sentences[unit] = counts[i]
+                room -= len(unit)
+        self._seg_room = room
+        out = []
+        for units in plan:
+            n = 0
+            for unit in units:
+                i = batch.get(unit)
+                n += sentences[unit] if i is None else counts[i]
+            out.append(n)
+        return out
 
     def _count_each(self, texts: list[str], adaptive: bool) -> list[int]:
         """The count of each of ``texts`` (DEL-free, none empty), each split on its own, from
@@ -849,6 +886,12 @@ _DEL_RUN = re.compile("\x7f{2,}")
 #   ('"' unless s starts with a letter: it follows a place (1) exactly when it does not)
 #   + s + ('"' if s ends with one of ':, {[': it precedes a place (2) exactly then),
 # a text of its own, whatever its neighbours: the memo is keyed by `s`.
+#
+# Inside a segment, a long one (a description) is also cut before each '.' that follows an
+# ASCII letter and precedes a space (`_SENTENCE`, the '.' going with the text after it): the
+# letter piece ends at the letter (a '.' is no letter, mark or apostrophe), and the '.' starts
+# the next piece wherever the text begins, so each side splits as inside the whole.
+_SENTENCE = re.compile(r"\.(?<=[A-Za-z]\.)(?= )")
 _SEGMENT = re.compile(r'"(?:(?<=[A-Za-z]")(?![A-Za-z"])|(?<=[:, {\[]")(?=[A-Za-z]))')
 _LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
 _OPENERS = frozenset(':, {[')
@@ -857,6 +900,10 @@ _OPENERS = frozenset(':, {[')
 SEG_MIN_PARTS = 64
 SEG_DISTINCT = 2
 SEG_MEMO_CHARS = 1 << 22
+# Texts of SENTENCE_MIN characters or more are counted sentence by sentence; sentences of
+# SENTENCE_KEEP characters or more are remembered.
+SENTENCE_MIN = 160
+SENTENCE_KEEP = 24
 SEG_MEMO_LEN = 1 << 14
 
 

@@ -34,13 +34,17 @@ def encoder(counter):
 
 @contextlib.contextmanager
 def always_segments():
-    """Every text with two places is counted by segments, however distinct they are."""
-    saved = tokens.SEG_MIN_PARTS, tokens.SEG_DISTINCT
-    tokens.SEG_MIN_PARTS, tokens.SEG_DISTINCT = 3, 0
+    """Every text with two places is counted by segments, however distinct they are, and
+    every segment sentence by sentence, every sentence remembered."""
+    names = ("SEG_MIN_PARTS", "SEG_DISTINCT", "SENTENCE_MIN", "SENTENCE_KEEP")
+    saved = [getattr(tokens, name) for name in names]
+    for name, value in zip(names, (3, 0, 2, 1)):
+        setattr(tokens, name, value)
     try:
         yield
     finally:
-        tokens.SEG_MIN_PARTS, tokens.SEG_DISTINCT = saved
+        for name, value in zip(names, saved):
+            setattr(tokens, name, value)
 
 
 def _texts_of(parts: list[str]) -> list[str]:
@@ -75,6 +79,21 @@ def test_each_segment_splits_as_inside_the_text(encoder, text):
     texts = _texts_of(parts)
     assert "".join(texts) == text
     assert sum(len(encoder.encode_ordinary(t)) for t in texts) == len(
+        encoder.encode_ordinary(text))
+
+
+_sentence_text = st.text(alphabet=st.sampled_from(list(".. aZé\u0301'\"\n1,")), max_size=120)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_sentence_text)
+def test_each_sentence_splits_as_inside_the_text(encoder, text):
+    """The sentence places, against tiktoken: the sentences tile the text and their counts
+    add up to the text's."""
+    parts = tokens._SENTENCE.split(text)
+    units = [parts[0]] + ["." + p for p in parts[1:]]
+    assert "".join(units) == text
+    assert sum(len(encoder.encode_ordinary(u)) for u in units) == len(
         encoder.encode_ordinary(text))
 
 
