@@ -19,10 +19,12 @@ touching the recursion limit.
 from __future__ import annotations
 
 import re
-import unicodedata
-from typing import Any
 
 from .. import jsonio
+
+TYPE_CHECKING = False  # typing and unicodedata are not imported for a compress
+if TYPE_CHECKING:
+    from typing import Any
 
 CONTENT_TYPE = "toolschema"
 SAFETY_CLASS = "S4"
@@ -137,6 +139,8 @@ def _is_upper(c: str) -> bool:
         return True
     if c in _ASCII_NOT_UPPER:
         return False
+    import unicodedata
+
     return unicodedata.category(c) == "Lu"
 
 
