@@ -1,19 +1,28 @@
 """What `caveman-engine proxy` costs: N requests through the proxy vs straight to the upstream.
 
     python benchmarks/bench_proxy.py                  # 2,000 requests, concurrency 32
-    python benchmarks/bench_proxy.py --requests 500 --level toolschema-max
+    python benchmarks/bench_proxy.py --upstream-delay 50 --requests 500 --level toolschema-max
 
 Three processes on loopback: the fake upstream (``tests/fixtures/proxy/fake_upstream.py``), the
 real ``caveman-engine proxy`` console script in front of it, and this load generator (aiohttp,
-``--concurrency`` workers). Requests rotate over Anthropic Messages, OpenAI Chat Completions
-and OpenAI Responses bodies carrying the same real catalog (``examples/tools.json``); every
-other one streams (SSE). The direct pass and the proxied pass send the same requests.
+``--concurrency`` workers, each one agent session with its own ``x-cave-session``). Requests
+rotate over Anthropic Messages, OpenAI Chat Completions and OpenAI Responses bodies carrying
+the same real catalog (``examples/tools.json``); every other one streams (SSE). The direct
+pass and the proxied pass send the same requests.
 
-Printed: latency p50/p99 per pass and the added latency, requests/s, the proxy's RSS (start,
-peak, end: flat means no growth with traffic), and the differences between what the upstream
-received and what it should have (the engine's rewrite of the catalog spliced into the
-client's bytes), and between what the upstream sent and what the client got (SHA-256 per
-request, matched by the fake's ``x-fake-seq`` header). Not part of the test suite.
+One run per ``--upstream-delay`` (default ``0,50``): the fake waits that many milliseconds
+before the first byte of each answer. At 0 ms the upstream answers at once and the three
+processes saturate the cores, so the proxy's cost shows as lost requests/s and as queueing for
+CPU (a throughput figure). A real model API takes tens of milliseconds or more before its
+first byte; at 50 ms the cores have room, and the added latency is the proxy's own.
+
+Printed, per run: latency p50/p99 at concurrency 1 (direct and proxied interleaved) and at
+``--concurrency``, the added latency, requests/s and the proxied/direct ratio; the proxy's CPU
+time per request, its RSS (start, peak, end: flat means no growth with traffic), and the
+differences between what the upstream received and what it should have (the engine's rewrite
+of the catalog spliced into the client's bytes), and between what the upstream sent and what
+the client got (SHA-256 per request, matched by the fake's ``x-fake-seq`` header). Not part of
+the test suite.
 """
 
 from __future__ import annotations
@@ -80,23 +89,27 @@ def _bodies(copies: int = 1) -> list[tuple[str, bytes, bool]]:
     return out
 
 
-async def _serial(direct: str, proxy: str, bodies, n: int):
+async def _serial(direct: str, proxy: str, bodies, n: int, sessions: bool = True):
     """Concurrency 1, direct and proxied requests interleaved (machine noise hits both)."""
     lat = {direct: [], proxy: []}
+    headers = {"content-type": "application/json", "x-api-key": "bench"}
+    if sessions:
+        headers["x-cave-session"] = "bench-serial"
     async with aiohttp.ClientSession(auto_decompress=False) as s:
         for i in range(n):
             path, body, _ = bodies[i % len(bodies)]
             for base in (direct, proxy):
                 t = time.perf_counter()
-                async with s.post(base + path, data=body,
-                                  headers={"content-type": "application/json"}) as r:
+                async with s.post(base + path, data=body, headers=headers) as r:
                     await r.read()
                 lat[base].append(time.perf_counter() - t)
     return lat[direct], lat[proxy]
 
 
-async def _load(base: str, bodies, n: int, concurrency: int):
-    """(latencies in s, [(seq, sha256 of the body the client got)], wall seconds)."""
+async def _load(base: str, bodies, n: int, concurrency: int, sessions: bool = True):
+    """(latencies in s, [(seq, sha256 of the body the client got)], wall seconds, errors).
+    ``sessions``: each worker is one agent session (``x-cave-session``), so the proxy reads
+    every answer's usage for the tripwire, as it does for a client that sends the header."""
     lat: list[float] = []
     seen: list[tuple[int, str]] = []
     errors = 0
@@ -104,15 +117,16 @@ async def _load(base: str, bodies, n: int, concurrency: int):
     conn = aiohttp.TCPConnector(limit=concurrency)
     async with aiohttp.ClientSession(connector=conn, auto_decompress=False) as s:
 
-        async def worker():
+        async def worker(w: int):
             nonlocal errors
+            headers = {"content-type": "application/json", "x-api-key": "bench"}
+            if sessions:
+                headers["x-cave-session"] = f"bench-{w}"
             for i in counter:
                 path, body, _ = bodies[i % len(bodies)]
                 t = time.perf_counter()
                 try:
-                    async with s.post(base + path, data=body,
-                                      headers={"content-type": "application/json",
-                                               "x-api-key": "bench"}) as r:
+                    async with s.post(base + path, data=body, headers=headers) as r:
                         data = await r.read()
                         seq = int(r.headers.get("x-fake-seq", "-1"))
                 except aiohttp.ClientError:
@@ -122,7 +136,7 @@ async def _load(base: str, bodies, n: int, concurrency: int):
                 seen.append((seq, hashlib.sha256(data).hexdigest()))
 
         t0 = time.perf_counter()
-        await asyncio.gather(*(worker() for _ in range(concurrency)))
+        await asyncio.gather(*(worker(w) for w in range(concurrency)))
         wall = time.perf_counter() - t0
     return lat, seen, wall, errors
 
@@ -157,18 +171,25 @@ def _pct(xs: list[float], p: float) -> float:
     return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))] * 1000
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description="caveman-engine proxy load test")
-    ap.add_argument("--requests", type=int, default=2000)
-    ap.add_argument("--concurrency", type=int, default=32)
-    ap.add_argument("--level", default="toolschema")
-    ap.add_argument("--copies", type=int, default=16,
-                    help="the example catalog repeated this many times (renamed tools)")
-    ap.add_argument("--serial", type=int, default=500,
-                    help="requests of the extra unloaded pass at concurrency 1")
-    args = ap.parse_args()
+def _wait_up(urls) -> None:
+    import urllib.request
 
-    bodies = _bodies(args.copies)
+    for url in urls:
+        deadline = time.time() + 30
+        while True:
+            try:
+                urllib.request.urlopen(url, timeout=1).read()
+                break
+            except OSError:
+                if time.time() > deadline:
+                    raise SystemExit(f"{url} did not come up")
+                time.sleep(0.1)
+
+
+def _run(args, bodies, expected, delay_ms: float) -> dict:
+    """One fake upstream (answering after ``delay_ms``) and one proxy in front of it: the
+    unloaded pass, the direct and proxied passes at ``--concurrency``, the proxy's CPU and RSS,
+    and the byte checks."""
     tmp = tempfile.mkdtemp(prefix="bench-proxy-")
     os.chmod(tmp, 0o700)
     up_port, px_port = _free_port(), _free_port()
@@ -181,44 +202,26 @@ def main() -> None:
     cfg.write_text(f"providers:\n  anthropic:\n    base_url: {upstream}\n"
                    f"  openai:\n    base_url: {upstream}\n")
     fake = subprocess.Popen([sys.executable, "-m", "tests.fixtures.proxy.fake_upstream",
-                             "--port", str(up_port), "--quiet"], cwd=ROOT, env=env,
+                             "--port", str(up_port), "--quiet",
+                             "--first-byte-delay", str(delay_ms)], cwd=ROOT, env=env,
                             stdout=subprocess.DEVNULL)
     px = subprocess.Popen([console_script(), "proxy", "--listen", f"127.0.0.1:{px_port}",
                            "--level", args.level, "--config", str(cfg)], env=env,
                           stderr=subprocess.DEVNULL)
+    sessions = args.sessions
     try:
-        for url in (upstream + "/__fake/records", proxy + "/health/ready"):
-            deadline = time.time() + 30
-            while True:
-                try:
-                    import urllib.request
-
-                    urllib.request.urlopen(url, timeout=1).read()
-                    break
-                except OSError:
-                    if time.time() > deadline:
-                        raise SystemExit(f"{url} did not come up")
-                    time.sleep(0.1)
-
-        # the upstream body each request should produce: the engine's rewrite, spliced
-        engine = Engine(Store(":memory:"))
-        expected = {}
-        for path, body, _ in bodies:
-            span, start, end = catalog.extract(body)
-            r = engine.compress(span, LEVEL_TYPES[args.level])
-            new = r.output if r.recovery_handle and len(r.output) < len(span) else span
-            expected[body] = hashlib.sha256(body[:start] + new + body[end:]).hexdigest()
+        _wait_up((upstream + "/__fake/records", proxy + "/health/ready"))
         sha_of = {hashlib.sha256(b).hexdigest(): b for _, b, _ in bodies}
 
         warm = max(len(bodies) * 4, 64)
-        asyncio.run(_load(upstream, bodies, warm, args.concurrency))
-        asyncio.run(_load(proxy, bodies, warm, args.concurrency))
+        asyncio.run(_load(upstream, bodies, warm, args.concurrency, sessions))
+        asyncio.run(_load(proxy, bodies, warm, args.concurrency, sessions))
 
-        sd, sp = asyncio.run(_serial(upstream, proxy, bodies, args.serial))
+        sd, sp = asyncio.run(_serial(upstream, proxy, bodies, args.serial, sessions))
         before = len(_records(upstream))
 
         d_lat, d_seen, d_wall, d_err = asyncio.run(
-            _load(upstream, bodies, args.requests, args.concurrency))
+            _load(upstream, bodies, args.requests, args.concurrency, sessions))
         rss = [_rss_kb(px.pid)]
         stop = threading.Event()
 
@@ -232,7 +235,7 @@ def main() -> None:
         mid = len(_records(upstream))
         cpu0 = _cpu_s(px.pid)
         p_lat, p_seen, p_wall, p_err = asyncio.run(
-            _load(proxy, bodies, args.requests, args.concurrency))
+            _load(proxy, bodies, args.requests, args.concurrency, sessions))
         cpu = _cpu_s(px.pid) - cpu0
         stop.set()
         sampler.join()
@@ -242,54 +245,10 @@ def main() -> None:
         by_seq = {r["seq"]: r for r in recs}
         diff_client = sum(1 for seq, h in p_seen if by_seq.get(seq, {}).get("sent") != h)
         diff_client += sum(1 for seq, h in d_seen if by_seq.get(seq, {}).get("sent") != h)
-        proxied = [r for r in recs[mid:]]
-        diff_upstream = 0
-        for r in proxied:
-            # what the client sent, identified by the direct pass's identical request bodies
-            want = {expected[b] for b in sha_of.values()}
-            if r["received"] not in want:
-                diff_upstream += 1
-        direct_ok = all(r["received"] in sha_of for r in recs[before:mid])
-
-        d50, d99 = _pct(d_lat, 50), _pct(d_lat, 99)
-        p50, p99 = _pct(p_lat, 50), _pct(p_lat, 99)
-        n10 = max(1, len(rss) // 10)
-        print(f"caveman-engine proxy load test: {args.requests} requests, concurrency "
-              f"{args.concurrency}, half streaming, level {args.level}, catalog "
-              f"examples/tools.json × {args.copies} ({len(catalog.extract(bodies[0][1])[0])} bytes in "
-              f"the Messages shape)")
-        print()
-        print("| pass | p50 ms | p99 ms | requests/s | errors |")
-        print("|---|---:|---:|---:|---:|")
-        print(f"| unloaded (concurrency 1, {args.serial} requests each, interleaved): direct | "
-              f"{_pct(sd, 50):.2f} | {_pct(sd, 99):.2f} | {1 / statistics.mean(sd):.0f} | 0 |")
-        print(f"| unloaded: through the proxy | {_pct(sp, 50):.2f} | {_pct(sp, 99):.2f} | "
-              f"{1 / statistics.mean(sp):.0f} | 0 |")
-        print(f"| **unloaded: added by the proxy** | **{_pct(sp, 50) - _pct(sd, 50):+.2f}** | "
-              f"**{_pct(sp, 99) - _pct(sd, 99):+.2f}** | | |")
-        print(f"| concurrency {args.concurrency}: direct to upstream | {d50:.2f} | {d99:.2f} | {len(d_lat) / d_wall:.0f} | {d_err} |")
-        print(f"| concurrency {args.concurrency}: through the proxy | {p50:.2f} | {p99:.2f} | {len(p_lat) / p_wall:.0f} | {p_err} |")
-        print(f"| **added by the proxy** | **{p50 - d50:+.2f}** | **{p99 - d99:+.2f}** | | |")
-        print()
-        print(f"proxy CPU per request under load: {cpu / max(1, len(p_lat)) * 1000:.2f} ms "
-              f"(machine: {os.cpu_count()} cores shared by the load generator, the proxy and "
-              f"the fake upstream)")
-        print()
-        print("| proxy RSS | MiB |")
-        print("|---|---:|")
-        print(f"| at start of the run | {rss[0] / 1024:.1f} |")
-        print(f"| mean of first 10% of samples | {statistics.mean(rss[:n10]) / 1024:.1f} |")
-        print(f"| peak | {max(rss) / 1024:.1f} |")
-        print(f"| mean of last 10% of samples | {statistics.mean(rss[-n10:]) / 1024:.1f} |")
-        print()
-        print("| check | differences |")
-        print("|---|---:|")
-        print(f"| upstream received ≠ client bytes with the rewritten catalog | {diff_upstream} "
-              f"of {len(proxied)} |")
-        print(f"| client got ≠ upstream sent (both passes) | {diff_client} of "
-              f"{len(p_seen) + len(d_seen)} |")
-        print(f"| direct pass: upstream received ≠ client bytes | "
-              f"{0 if direct_ok else 'some'} |")
+        proxied = recs[mid:]
+        want = set(expected.values())
+        diff_upstream = sum(1 for r in proxied if r["received"] not in want)
+        direct_diff = sum(1 for r in recs[before:mid] if r["received"] not in sha_of)
     finally:
         for p in (px, fake):
             p.send_signal(signal.SIGTERM)
@@ -298,6 +257,97 @@ def main() -> None:
                 p.wait(10)
             except subprocess.TimeoutExpired:
                 p.kill()
+    n10 = max(1, len(rss) // 10)
+    return {
+        "delay": delay_ms, "serial": (sd, sp), "direct": (d_lat, d_wall, d_err),
+        "proxied": (p_lat, p_wall, p_err), "cpu_ms": cpu / max(1, len(p_lat)) * 1000,
+        "rss": (rss[0], statistics.mean(rss[:n10]), max(rss), statistics.mean(rss[-n10:])),
+        "diff_upstream": (diff_upstream, len(proxied)),
+        "diff_client": (diff_client, len(p_seen) + len(d_seen)),
+        "diff_direct": (direct_diff, mid - before),
+    }
+
+
+def _delays(text: str) -> list[float]:
+    try:
+        out = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a list of milliseconds: {text!r}") from None
+    if not out or any(d < 0 for d in out):
+        raise argparse.ArgumentTypeError(f"not a list of milliseconds: {text!r}")
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description="caveman-engine proxy load test")
+    ap.add_argument("--requests", type=int, default=2000)
+    ap.add_argument("--concurrency", type=int, default=32)
+    ap.add_argument("--level", default="toolschema")
+    ap.add_argument("--copies", type=int, default=16,
+                    help="the example catalog repeated this many times (renamed tools)")
+    ap.add_argument("--serial", type=int, default=200,
+                    help="requests of the extra unloaded pass at concurrency 1")
+    ap.add_argument("--upstream-delay", type=_delays, default=[0.0, 50.0], metavar="MS[,MS...]",
+                    help="the fake upstream's wait before the first byte of each answer; one "
+                         "run per value (default 0,50: saturated, then model-like)")
+    ap.add_argument("--no-sessions", dest="sessions", action="store_false",
+                    help="send no x-cave-session header (the tripwire then reads no usage)")
+    args = ap.parse_args()
+
+    bodies = _bodies(args.copies)
+    # the upstream body each request should produce: the engine's rewrite, spliced
+    engine = Engine(Store(":memory:"))
+    expected = {}
+    for path, body, _ in bodies:
+        span, start, end = catalog.extract(body)
+        r = engine.compress(span, LEVEL_TYPES[args.level])
+        new = r.output if r.recovery_handle and len(r.output) < len(span) else span
+        expected[body] = hashlib.sha256(body[:start] + new + body[end:]).hexdigest()
+
+    load0 = os.getloadavg()
+    runs = [_run(args, bodies, expected, d) for d in args.upstream_delay]
+    load1 = os.getloadavg()
+
+    c = args.concurrency
+    print(f"caveman-engine proxy load test: {args.requests} requests at concurrency {c} "
+          f"(half streaming, {'an x-cave-session per worker' if args.sessions else 'no sessions'}"
+          f"), level {args.level}, catalog examples/tools.json × {args.copies} "
+          f"({len(catalog.extract(bodies[0][1])[0])} bytes in the Messages shape); "
+          f"{os.cpu_count()} cores shared by the load generator, the proxy and the fake "
+          f"upstream; load average {load0[0]:.2f} before, {load1[0]:.2f} after")
+    print()
+    print("| upstream first-byte delay | pass | p50 ms | p99 ms | requests/s | "
+          "proxied / direct requests/s | errors |")
+    print("|---:|---|---:|---:|---:|---:|---:|")
+    for r in runs:
+        d = f"{r['delay']:g} ms"
+        sd, sp = r["serial"]
+        sd_rps, sp_rps = 1 / statistics.mean(sd), 1 / statistics.mean(sp)
+        print(f"| {d} | concurrency 1 ({len(sd)} each, interleaved): direct | {_pct(sd, 50):.2f} "
+              f"| {_pct(sd, 99):.2f} | {sd_rps:.0f} | | 0 |")
+        print(f"| {d} | concurrency 1: through the proxy | {_pct(sp, 50):.2f} | "
+              f"{_pct(sp, 99):.2f} | {sp_rps:.0f} | {sp_rps / sd_rps:.2f} | 0 |")
+        print(f"| {d} | **concurrency 1: added** | **{_pct(sp, 50) - _pct(sd, 50):+.2f}** | "
+              f"**{_pct(sp, 99) - _pct(sd, 99):+.2f}** | | | |")
+        (dl, dw, de), (pl, pw, pe) = r["direct"], r["proxied"]
+        d_rps, p_rps = len(dl) / dw, len(pl) / pw
+        print(f"| {d} | concurrency {c}: direct | {_pct(dl, 50):.2f} | {_pct(dl, 99):.2f} | "
+              f"{d_rps:.0f} | | {de} |")
+        print(f"| {d} | concurrency {c}: through the proxy | {_pct(pl, 50):.2f} | "
+              f"{_pct(pl, 99):.2f} | {p_rps:.0f} | {p_rps / d_rps:.2f} | {pe} |")
+        print(f"| {d} | **concurrency {c}: added** | **{_pct(pl, 50) - _pct(dl, 50):+.2f}** | "
+              f"**{_pct(pl, 99) - _pct(dl, 99):+.2f}** | | | |")
+    print()
+    print("| upstream first-byte delay | proxy CPU ms/request | proxy RSS MiB: start, first "
+          "10%, peak, last 10% | upstream got ≠ expected | client got ≠ upstream sent | "
+          "direct: upstream got ≠ client sent |")
+    print("|---:|---:|---|---:|---:|---:|")
+    for r in runs:
+        rss = ", ".join(f"{x / 1024:.1f}" for x in r["rss"])
+        print(f"| {r['delay']:g} ms | {r['cpu_ms']:.2f} | {rss} | "
+              f"{r['diff_upstream'][0]} of {r['diff_upstream'][1]} | "
+              f"{r['diff_client'][0]} of {r['diff_client'][1]} | "
+              f"{r['diff_direct'][0]} of {r['diff_direct'][1]} |")
 
 
 if __name__ == "__main__":
