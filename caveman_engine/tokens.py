@@ -583,8 +583,8 @@ class O200kCounter(Counter):
         self._memo: dict[str, int] = {}
         self._merged = 0  # bytes merged in Python by `count` (see MERGE_BUDGET)
         self._seen = 0  # characters counted by `count` on the Python path
-        # The segment memo (segment -> token count, see `_SEGMENT`): at most SEG_MEMO_CHARS
-        # characters of segments of at most SEG_MEMO_LEN each; once full it stops growing.
+        # The segment memo (segment -> token count, see `_SEGMENT`) and the sentence memo:
+        # together at most SEG_MEMO_CHARS characters; once full they stop growing.
         self._segs: dict[str, int] = {}
         self._sentences: dict[str, int] = {}  # sentence -> token count (`_count_sentences`)
         self._seg_room = SEG_MEMO_CHARS
@@ -630,9 +630,10 @@ class O200kCounter(Counter):
             # limit per search, and ~150k DEL in a row make it panic.
             text = _DEL_RUN.sub("\x7f", text)
         total = 0
+        segments = [True]
         for chunk in _chunks(text):
             n = self._encoder_count(chunk) if self._encoding is not None else None
-            total += self._count_chunk(chunk, True, True) if n is None else n
+            total += self._count_chunk(chunk, True, True, segments) if n is None else n
         return total
 
     def _encoder_count(self, text: str) -> int | None:
@@ -650,92 +651,99 @@ class O200kCounter(Counter):
         encoder only for pieces over LONG_PIECE bytes), through the memo unless ``memo`` is
         false. `count` is this, except that it turns to the encoder when that pays off."""
         total = 0
+        segments = [memo]
         for chunk in _chunks(text):
-            total += self._count_chunk(chunk, memo, False)
+            total += self._count_chunk(chunk, memo, False, segments)
         return total
 
-    def _count_chunk(self, text: str, use_memo: bool, adaptive: bool) -> int:
-        """The count of ``text``: segment by segment when it has many repeated segments
-        (`_SEGMENT`: JSON), else piece by piece (`_count_pieces`)."""
-        if use_memo and "\x7f" not in text:
+    def _count_chunk(self, text: str, use_memo: bool, adaptive: bool,
+                     segments: list[bool] | None = None) -> int:
+        """The count of ``text``: segment by segment when that saves splitting (`_SEGMENT`:
+        JSON that repeats itself, or repeats what was counted before), else piece by piece
+        (`_count_pieces`). ``segments[0]``: whether to try segments; a chunk of SEG_STICKY
+        characters or more that is not counted by segments sets it false for the chunks
+        after it (a large text that does not pay once will not later: a log, records)."""
+        if segments is None:
+            segments = [use_memo]
+        if segments[0] and "\x7f" not in text:
             parts = _SEGMENT.split(text)
+            n = None
             if len(parts) >= SEG_MIN_PARTS:
-                n = self._count_segments(parts, adaptive)
-                if n is not None:
-                    if adaptive:
-                        self._seen += len(text)
-                    return n
+                n = self._count_segments(parts, len(text), adaptive)
+            del parts
+            if n is not None:
+                if adaptive:
+                    self._seen += len(text)
+                return n
+            if len(text) >= SEG_STICKY:
+                segments[0] = False
         return self._count_pieces(text, use_memo, adaptive)
 
-    def _count_segments(self, parts: list[str], adaptive: bool) -> int | None:
-        """The count of the text ``_SEGMENT.split`` cut into ``parts``: each distinct segment
-        counted once (the segment memo, else split on its own, see `_count_each`), times the
-        number of its occurrences. None if the segments are mostly distinct (a log with
-        quotes): then the text is better counted piece by piece."""
+    def _count_segments(self, parts: list[str], size: int, adaptive: bool) -> int | None:
+        """The count of the text (``size`` characters) ``_SEGMENT.split`` cut into ``parts``:
+        each distinct segment counted once (the segment memo, else `_count_sentences`), times
+        the number of its occurrences. None when the new segments would cost more than the
+        text piece by piece (a log with quotes, records of distinct values): splitting costs
+        per character of new segments, and each new segment about SEG_COST more."""
         middle = _tally(parts[1:-1])
-        if len(middle) * SEG_DISTINCT > len(parts):
+        segs = self._segs
+        new = list(middle.keys() - segs.keys())
+        if sum(map(len, new)) + SEG_COST * len(new) > SEG_SHARE * size:
             return None
-        get = self._segs.get
-        total = 0
-        new = []
-        for seg, k in middle.items():
-            n = get(seg)
-            if n is None:
-                new.append(seg)
-            else:
-                total += n * k
-        first, last = parts[0], parts[-1]
-        texts = [first + '"' if first[-1] in _OPENERS else first,
-                 last if last[:1] in _LETTERS else '"' + last]
         letters, openers = _LETTERS, _OPENERS
-        for seg in new:
-            texts.append(("" if seg[0] in letters else '"') + seg
-                         + ('"' if seg[-1] in openers else ""))
+        texts = [("" if seg[0] in letters else '"') + seg + ('"' if seg[-1] in openers else "")
+                 for seg in new]
+        first, last = parts[0], parts[-1]
+        texts.append(first + '"' if first[-1] in openers else first)
+        texts.append(last if last[:1] in letters else '"' + last)
         counts = self._count_sentences(texts, adaptive)
-        total += counts[0] + counts[1]
-        segs, room = self._segs, self._seg_room
-        for seg, n in zip(new, counts[2:]):
-            total += n * middle[seg]
-            if len(seg) <= SEG_MEMO_LEN and room >= len(seg):
-                segs[seg] = n
-                room -= len(seg)
-        self._seg_room = room
-        return total
+        total = counts[-1] + counts[-2]
+        del counts[-2:]
+        room = self._seg_room - sum(map(len, new))
+        if room >= 0:
+            segs.update(zip(new, counts))
+            self._seg_room = room
+            found = segs
+        else:  # the memo is full
+            found = dict(zip(new, counts))
+            found.update((seg, segs[seg]) for seg in middle.keys() - found.keys())
+        from operator import mul
+
+        return total + sum(map(mul, map(found.__getitem__, middle), middle.values()))
 
     def _count_sentences(self, texts: list[str], adaptive: bool) -> list[int]:
         """The count of each of ``texts`` (none empty), a long one sentence by sentence
         (`_SENTENCE`): descriptions share sentences, and a compressor that shortens one keeps
         some of them. Each distinct sentence is counted once and remembered (with the
         segments' room); everything new is counted in one batch (`_count_each`)."""
+        long = [i for i, text in enumerate(texts) if len(text) >= SENTENCE_MIN]
+        if not long:
+            return self._count_each(texts, adaptive)
         sentences = self._sentences
-        known = sentences.get
         split = _SENTENCE.split
-        plan = []  # per text: its units (the text, or its sentences)
-        batch: dict[str, int] = {}  # unit -> its index in the batch
-        for text in texts:
-            units = (text,)
-            if len(text) >= SENTENCE_MIN:
-                parts = split(text)
-                if len(parts) > 1:
-                    units = [parts[0]] + ["." + p for p in parts[1:]]
-            plan.append(units)
-            for unit in units:
-                if unit not in batch and known(unit) is None:
-                    batch[unit] = len(batch)
-        counts = self._count_each(list(batch), adaptive) if batch else []
-        room = self._seg_room
-        for unit, i in batch.items():
-            if len(unit) >= SENTENCE_KEEP and len(unit) <= SEG_MEMO_LEN and room >= len(unit):
-                sentences[unit] = counts[i]
-                room -= len(unit)
-        self._seg_room = room
-        out = []
-        for units in plan:
-            n = 0
-            for unit in units:
-                i = batch.get(unit)
-                n += sentences[unit] if i is None else counts[i]
-            out.append(n)
+        plan = {}  # index of a long text -> its sentences
+        batch = dict.fromkeys(texts)  # text or sentence -> its count (None: to count)
+        for i in long:
+            parts = split(texts[i])
+            if len(parts) > 1:
+                units = plan[i] = [parts[0]] + ["." + p for p in parts[1:]]
+                batch.pop(texts[i], None)
+                batch.update(dict.fromkeys(units))
+        for unit in batch.keys() & sentences.keys():
+            batch[unit] = sentences[unit]
+        todo = [unit for unit, n in batch.items() if n is None]
+        if todo:
+            counts = self._count_each(todo, adaptive)
+            batch.update(zip(todo, counts))
+            room = self._seg_room
+            for unit, n in zip(todo, counts):
+                if len(unit) >= SENTENCE_KEEP and room >= len(unit):
+                    sentences[unit] = n
+                    room -= len(unit)
+            self._seg_room = room
+        out = list(map(batch.get, texts))
+        for i, units in plan.items():
+            out[i] = sum(map(batch.__getitem__, units))
         return out
 
     def _count_each(self, texts: list[str], adaptive: bool) -> list[int]:
@@ -743,19 +751,16 @@ class O200kCounter(Counter):
         one split of their DEL-joined concatenation: no piece crosses a DEL (see `_PAT_STR`),
         and the splitter returns each DEL as a piece of its own when asked, where a text ends."""
         pieces = _get_splitter().split("\x7f".join(texts), marked=True)
+        # A text's count is its number of pieces, plus n - 1 for each of its pieces of n != 1
+        # tokens: those are rare (1-5% of a catalog's or a log's pieces), so only they are
+        # looked up one by one; the rest is C (the DELs are found by `list.index`).
         memo = self._memo
-        memo["\x7f"] = 0  # a DEL counts nothing (and is never a piece of a text)
-        new = set(pieces).difference(memo)
-        # All in C but the loop over the texts: acc[i] is the count of the first i pieces, the
-        # DELs are at `ends`, so text j is acc[ends[j]] - acc[ends[j - 1]].
-        from itertools import accumulate
-
-        values = map(memo.__getitem__, pieces)
-        if new:
-            extra = self._new_piece_counts(new, adaptive, sum(map(len, texts)))
-            if extra:  # pieces the memo did not take (full, or long pieces)
-                values = map(memo.get, pieces, map(extra.get, pieces))
-        acc = list(accumulate(values, initial=0))
+        distinct = set(pieces)
+        distinct.discard("\x7f")
+        new = distinct.difference(memo)
+        extra = self._new_piece_counts(new, adaptive, sum(map(len, texts))) if new else {}
+        get = memo.get
+        odd = {p for p in distinct if get(p) != 1}  # None: a piece of `extra`
         ends = []
         index = pieces.index
         end = -1
@@ -763,8 +768,16 @@ class O200kCounter(Counter):
             end = index("\x7f", end + 1)
             ends.append(end)
         ends.append(len(pieces))
-        return list(map(int.__sub__, map(acc.__getitem__, ends),
-                        map(acc.__getitem__, [0] + ends[:-1])))
+        counts = list(map(int.__sub__, ends, [0, *map((1).__add__, ends[:-1])]))
+        if odd:
+            from bisect import bisect_left
+            from itertools import compress, count
+
+            for i in compress(count(), map(odd.__contains__, pieces)):
+                piece = pieces[i]
+                n = get(piece)
+                counts[bisect_left(ends, i)] += (extra[piece] if n is None else n) - 1
+        return counts
 
     def _new_piece_counts(self, pieces, adaptive: bool, chars: int) -> dict[str, int]:
         """Count each of ``pieces`` (none in the memo) into the memo while it has room and
@@ -895,16 +908,21 @@ _SENTENCE = re.compile(r"\.(?<=[A-Za-z]\.)(?= )")
 _SEGMENT = re.compile(r'"(?:(?<=[A-Za-z]")(?![A-Za-z"])|(?<=[:, {\[]")(?=[A-Za-z]))')
 _LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
 _OPENERS = frozenset(':, {[')
-# A chunk is counted by segments when it has at least SEG_MIN_PARTS of them, at most one in
-# SEG_DISTINCT of them distinct (else piece by piece, as a text without quotes is).
+# A chunk is counted by segments when it has at least SEG_MIN_PARTS of them and its new
+# segments (not in the memo) hold less than SEG_SHARE of its characters, each new segment
+# counting SEG_COST characters more; else piece by piece, as a text without quotes is.
+# Measured (chunks of catalogs, their outputs, JSON records): the segments win below about
+# 0.7 (a catalog: 0.45-0.6; the output after it: 0.4-0.5), lose above (records of distinct
+# values, with many short new segments: 0.8-1.4).
 SEG_MIN_PARTS = 64
-SEG_DISTINCT = 2
+SEG_SHARE = 0.75
+SEG_COST = 40
+SEG_STICKY = 1 << 19
 SEG_MEMO_CHARS = 1 << 22
 # Texts of SENTENCE_MIN characters or more are counted sentence by sentence; sentences of
 # SENTENCE_KEEP characters or more are remembered.
 SENTENCE_MIN = 160
 SENTENCE_KEEP = 24
-SEG_MEMO_LEN = 1 << 14
 
 
 def _tally(items) -> dict:
