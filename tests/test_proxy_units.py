@@ -419,7 +419,9 @@ def test_known_catalog_shortcut_agrees_with_the_scan(body):
 def test_known_catalog_shortcut_is_taken():
     body = KNOWN_BODIES[0]
     start = body.index(TOOLS)
-    assert catalog._known_span(body, (TOOLS,)) == (start, start + len(TOOLS))
+    known = bytes(TOOLS)
+    assert catalog._known_span(body, (known,)) == (start, start + len(TOOLS), known)
+    assert catalog.extract(body, known=(known,))[0] is known  # no copy, hash already known
     assert catalog._known_span(KNOWN_BODIES[1], (TOOLS,)) is None  # the nested copy: scan
 
 

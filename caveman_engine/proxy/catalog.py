@@ -89,9 +89,11 @@ def _is_first_tools_member(body: bytes, vstart: int, vend: int) -> bool:
     return ok
 
 
-def _known_span(body: bytes, known) -> tuple[int, int] | None:
-    """The span of a recently seen catalog, when it is this body's first top-level ``tools``
-    value; None when that is not proven (then the full scan decides)."""
+def _known_span(body: bytes, known) -> tuple[int, int, bytes] | None:
+    """The span of a recently seen catalog and that catalog (the very object, whose hash is
+    already computed: the rewrite cache finds it without hashing or copying 30 KB again), when
+    it is this body's first top-level ``tools`` value; None when that is not proven (then the
+    full scan decides)."""
     if not known:
         return None
     pos = body.find(_KEY)
@@ -104,7 +106,9 @@ def _known_span(body: bytes, known) -> tuple[int, int] | None:
             for cat in known:
                 if body.startswith(cat, vstart):
                     vend = vstart + len(cat)
-                    return (vstart, vend) if _is_first_tools_member(body, vstart, vend) else None
+                    if _is_first_tools_member(body, vstart, vend):
+                        return vstart, vend, cat
+                    return None
         pos = body.find(_KEY, pos + 1)
     return None
 
@@ -141,11 +145,14 @@ def find_tools(body: bytes, known=()) -> tuple[int, int] | None:
     it IS that value (a complete array that begins a valid value ends where it ends), so a
     repeated catalog is found by one byte comparison instead of a scan.
     ``known`` must hold only complete, valid JSON arrays (catalogs found by this function)."""
+    found = _known_span(body, known)
+    return found[:2] if found is not None else _scan(body, known)
+
+
+def _scan(body: bytes, known=()) -> tuple[int, int] | None:
+    """:func:`find_tools` by validating the body and decoding the members before ``tools``."""
     if b"tools" not in body and b"\\u" not in body:
         return None  # cheap: no key can decode to "tools"
-    span = _known_span(body, known)
-    if span is not None:
-        return span
     if not jsonio.valid(body):
         return None
     text = body.decode("latin-1")
@@ -187,7 +194,11 @@ def find_tools(body: bytes, known=()) -> tuple[int, int] | None:
 
 def extract(body: bytes, known=()) -> tuple[bytes, int, int] | None:
     """The catalog bytes and their span, or None."""
-    span = find_tools(body, known)
+    found = _known_span(body, known)
+    if found is not None:
+        start, end, cat = found
+        return cat, start, end
+    span = _scan(body, known)
     if span is None:
         return None
     start, end = span
@@ -206,7 +217,8 @@ def splice(body: bytes, start: int, end: int, replacement: bytes, *,
     is then valid by construction and is not parsed again."""
     if not replacement:
         return None
-    out = body[:start] + replacement + body[end:]
+    view = memoryview(body)
+    out = b"".join((view[:start], replacement, view[end:]))  # one copy
     if nested_valid:
         return out
     if not (replacement_valid or jsonio.valid(replacement)):

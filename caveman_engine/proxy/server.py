@@ -201,7 +201,7 @@ class Proxy:
         cl = request.content_length
         if cl is not None and cl > 2 * cap:
             return None
-        buf = bytearray()
+        chunks: list[bytes] = []
         seen = 0
         while True:
             chunk = await request.content.read(256 * 1024)
@@ -209,12 +209,13 @@ class Proxy:
                 break
             seen += len(chunk)
             if seen > cap:
-                buf = bytearray()
+                chunks.clear()
                 if seen > 2 * cap:
                     return None
                 continue
-            buf += chunk
-        return None if seen > cap else bytes(buf)
+            chunks.append(chunk)
+        # one copy at most: a body that came in one read is that read's bytes
+        return None if seen > cap else b"".join(chunks)
 
     def _upstream_headers(self, request, provider: str) -> dict[str, str]:
         h = {}
