@@ -498,3 +498,18 @@ def test_rewriter_without_the_compressor_never_calls_the_engine(monkeypatch):
     eng = _StubEngine(b"[]")
     assert Rewriter(eng, "toolschema-max").rewrite_sync(b'[{"name":"x"}]') is None
     assert eng.calls == 0
+
+
+def test_event_loop_is_uvloop_when_installed_else_asyncio(monkeypatch):
+    import sys
+
+    from caveman_engine.proxy import cli
+
+    monkeypatch.setitem(sys.modules, "uvloop", None)  # as if not installed
+    assert cli._loop_factory() is None
+    monkeypatch.delitem(sys.modules, "uvloop")
+    try:
+        import uvloop
+    except ImportError:
+        return
+    assert cli._loop_factory() is uvloop.new_event_loop

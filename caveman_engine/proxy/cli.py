@@ -54,10 +54,21 @@ def proxy_command(listen: str | None, level: str | None, config_file: str | None
         except StoreError as exc:
             _fail(f"cannot open recovery store: {exc}")
     try:
-        asyncio.run(serve(cfg, engine))
+        with asyncio.Runner(loop_factory=_loop_factory()) as runner:
+            runner.run(serve(cfg, engine))
     except OSError as exc:
         _fail(f"listen {cfg.host}:{cfg.port}: {exc.strerror or exc}")
     sys.exit(0)
+
+
+def _loop_factory():
+    """uvloop's event loop when it is installed (a dependency where it builds), else None:
+    asyncio's own. Same behaviour, less CPU per request in the event loop and transports."""
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    return uvloop.new_event_loop
 
 
 async def serve(cfg, engine, *, started=None) -> None:
