@@ -660,26 +660,27 @@ class O200kCounter(Counter):
                      segments: list[bool] | None = None) -> int:
         """The count of ``text``: segment by segment when that saves splitting (`_SEGMENT`:
         JSON that repeats itself, or repeats what was counted before), else piece by piece
-        (`_count_pieces`). ``segments[0]``: whether to try segments; a chunk of SEG_STICKY
-        characters or more that is not counted by segments sets it false for the chunks
-        after it (a large text that does not pay once will not later: a log, records)."""
+        (`_count_pieces`). ``segments[0]``: whether to try segments; set false for the chunks
+        after one that does not pay and is large (SEG_STICKY) or far from paying (a text that
+        does not pay once will not later: a log, records of distinct values)."""
         if segments is None:
             segments = [use_memo]
         if segments[0] and "\x7f" not in text:
             parts = _SEGMENT.split(text)
             n = None
             if len(parts) >= SEG_MIN_PARTS:
-                n = self._count_segments(parts, len(text), adaptive)
+                n = self._count_segments(parts, len(text), adaptive, segments)
+            elif len(text) >= SEG_STICKY:
+                segments[0] = False
             del parts
             if n is not None:
                 if adaptive:
                     self._seen += len(text)
                 return n
-            if len(text) >= SEG_STICKY:
-                segments[0] = False
         return self._count_pieces(text, use_memo, adaptive)
 
-    def _count_segments(self, parts: list[str], size: int, adaptive: bool) -> int | None:
+    def _count_segments(self, parts: list[str], size: int, adaptive: bool,
+                        segments: list[bool]) -> int | None:
         """The count of the text (``size`` characters) ``_SEGMENT.split`` cut into ``parts``:
         each distinct segment counted once (the segment memo, else `_count_sentences`), times
         the number of its occurrences. None when the new segments would cost more than the
@@ -688,7 +689,10 @@ class O200kCounter(Counter):
         middle = _tally(parts[1:-1])
         segs = self._segs
         new = list(middle.keys() - segs.keys())
-        if sum(map(len, new)) + SEG_COST * len(new) > SEG_SHARE * size:
+        cost = (sum(map(len, new)) + SEG_COST * len(new)) / size
+        if cost > (SEG_SHARE if size >= SEG_STICKY else SEG_SHARE_SMALL):
+            if size >= SEG_STICKY or cost > SEG_HOPELESS:
+                segments[0] = False
             return None
         letters, openers = _LETTERS, _OPENERS
         texts = [("" if seg[0] in letters else '"') + seg + ('"' if seg[-1] in openers else "")
@@ -913,9 +917,15 @@ _OPENERS = frozenset(':, {[')
 # counting SEG_COST characters more; else piece by piece, as a text without quotes is.
 # Measured (chunks of catalogs, their outputs, JSON records): the segments win below about
 # 0.7 (a catalog: 0.45-0.6; the output after it: 0.4-0.5), lose above (records of distinct
-# values, with many short new segments: 0.8-1.4).
+# values, with many short new segments: 0.8-1.4). A chunk under SEG_STICKY characters (the
+# first ones of a text) is given SEG_SHARE_SMALL: little is lost, and the segments it puts in
+# the memo serve the chunks and the counts after it. After a chunk over SEG_HOPELESS, or a
+# large one that does not pay, the rest of the text is counted piece by piece (the check
+# itself costs a split and a tally: ~8% of counting JSON records).
 SEG_MIN_PARTS = 64
 SEG_SHARE = 0.75
+SEG_SHARE_SMALL = 0.9
+SEG_HOPELESS = 1.2
 SEG_COST = 40
 SEG_STICKY = 1 << 19
 SEG_MEMO_CHARS = 1 << 22

@@ -36,9 +36,9 @@ def encoder(counter):
 def always_segments():
     """Every text with two places is counted by segments, however distinct they are, and
     every segment sentence by sentence, every sentence remembered."""
-    names = ("SEG_MIN_PARTS", "SEG_SHARE", "SENTENCE_MIN", "SENTENCE_KEEP")
+    names = ("SEG_MIN_PARTS", "SEG_SHARE", "SEG_SHARE_SMALL", "SENTENCE_MIN", "SENTENCE_KEEP")
     saved = [getattr(tokens, name) for name in names]
-    for name, value in zip(names, (3, float("inf"), 2, 1)):
+    for name, value in zip(names, (3, float("inf"), float("inf"), 2, 1)):
         setattr(tokens, name, value)
     try:
         yield
