@@ -21,9 +21,6 @@ from .conftest import CONFORMANCE
 # Cases whose reference rule is not found yet: strict expected failures (a fix turns them into
 # an XPASS, which fails the suite until the entry is removed). Each says what still differs.
 OPEN_DRIFT = {
-    "general2/a11y__depth6-rust-book-ownership.json.in:compress":
-        "json elision: the reference also keeps $.nodes[62] and [63] (a change-point seam at 64 "
-        "that our breadth-first seam search does not place)",
     "general2/a11y__nodejs-api-index.json.in:compress":
         "json elision: the reference keeps $.nodes[222, 288-291, 420, 451, 468, 476, 477, 484, "
         "485, 622] and drops [687]: its redundancy samples are not the ones we take",

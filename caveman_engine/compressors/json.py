@@ -28,7 +28,7 @@ Z_THRESHOLD = 2.0
 Z_MIN_VALUES = 4
 CUSUM_MIN_POINTS = 8
 CUSUM_MAX_SPLITS = 8
-CUSUM_THRESHOLD = 1.358  # max|S| / (noise level * sqrt(segment length)), Kolmogorov 5%
+CUSUM_THRESHOLD = 1.358  # max|S| / (segment noise * sqrt(segment length)), Kolmogorov 5%
 
 ELIDED_KEY = "__caveman_elided__"
 INVARIANTS_KEY = "__caveman_invariants__"
@@ -240,8 +240,12 @@ def _change_points(paths: dict[str, list[float | None]], lengths: list[int]) -> 
     Segments are examined breadth first (FIFO, left half before right half), only when at
     least 8 long, until 8 splits were made. A segment splits after the element where the
     running sum of deviations from the segment mean peaks, when that peak is at least
-    1.358 · noise · √length; the noise level is one figure for the whole series, taken from
-    its neighbour differences (:func:`_noise_scale`).
+    1.358 · noise · √length, the noise level being the segment's own mean absolute neighbour
+    difference (:func:`_segment_noise`): a segment that jumps about (outliers, unrelated
+    values) is noise and stays whole, so the splits go to segments that shift or ramp
+    smoothly (depth6-rust-book-ownership: its jumpy first 25 nodes are not split, its ramp
+    at 54..78 is, at 64). No seams at all when most neighbours of the whole series are equal
+    (:func:`_mostly_flat`).
 
     The series is the highest-variance *top-level* numeric member present in every element
     (nested leaves such as ``chromeRole.value`` count for anomalies, never for seams). When no
@@ -265,10 +269,7 @@ def _change_points(paths: dict[str, list[float | None]], lengths: list[int]) -> 
             return []
         series = [float(x) for x in lengths]
     n = len(series)
-    if n < CUSUM_MIN_POINTS or _constant_slope(series):
-        return []
-    scale = _noise_scale(series)
-    if scale <= 0:
+    if n < CUSUM_MIN_POINTS or _constant_slope(series) or _mostly_flat(series):
         return []
     splits: list[int] = []
     queue = [(0, n)]  # breadth first: segments are examined in the order they were created
@@ -286,7 +287,9 @@ def _change_points(paths: dict[str, list[float | None]], lengths: list[int]) -> 
             acc += series[k] - seg_mean
             if abs(acc) > peak:
                 peak, at = abs(acc), k + 1
-        if at < 0 or peak < CUSUM_THRESHOLD * scale * math.sqrt(hi - lo):
+        if at < 0:
+            continue  # a constant segment
+        if peak < CUSUM_THRESHOLD * _segment_noise(series, lo, hi) * math.sqrt(hi - lo):
             continue
         splits.append(at)
         queue.append((lo, at))
@@ -297,14 +300,21 @@ def _change_points(paths: dict[str, list[float | None]], lengths: list[int]) -> 
     return out
 
 
-def _noise_scale(xs: list[float]) -> float:
-    """Robust noise level of the whole series from its first differences:
-    median(|x[i+1] - x[i]|) / (0.6745 * sqrt 2). A steady trend or a single level shift
-    barely moves it, so segments of a ramp keep splitting while white noise does not. It is
-    0 when most neighbours are equal — then there are no seams at all (npm-view-express:
-    version strings whose lengths mostly repeat)."""
-    diffs = [abs(xs[i + 1] - xs[i]) for i in range(len(xs) - 1)]
-    return _median(diffs) / (0.6745 * math.sqrt(2))
+def _segment_noise(xs: list[float], lo: int, hi: int) -> float:
+    """Noise level of the segment ``xs[lo:hi]``: the mean of ``|x[i+1] - x[i]|`` over it.
+    A steady ramp or a single level shift keeps it small next to the running sum, so such a
+    segment splits; a segment of scattered values does not."""
+    total = 0.0
+    for i in range(lo, hi - 1):
+        total += abs(xs[i + 1] - xs[i])
+    return total / (hi - lo - 1)
+
+
+def _mostly_flat(xs: list[float]) -> bool:
+    """Whether the median of ``|x[i+1] - x[i]|`` over the whole series is 0 (most neighbours
+    equal): such a series has no seams at all (npm-view-express: version strings whose
+    lengths mostly repeat)."""
+    return _median([abs(xs[i + 1] - xs[i]) for i in range(len(xs) - 1)]) == 0
 
 
 def _is_top_level(path: str) -> bool:
