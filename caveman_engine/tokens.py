@@ -674,8 +674,6 @@ class O200kCounter(Counter):
                 segments[0] = False
             del parts
             if n is not None:
-                if adaptive:
-                    self._seen += len(text)
                 return n
         return self._count_pieces(text, use_memo, adaptive)
 
@@ -694,6 +692,8 @@ class O200kCounter(Counter):
             if size >= SEG_STICKY or cost > SEG_HOPELESS:
                 segments[0] = False
             return None
+        if adaptive:  # the whole text is counted (MERGE_DENSITY is against it)
+            self._seen += size
         letters, openers = _LETTERS, _OPENERS
         texts = [("" if seg[0] in letters else '"') + seg + ('"' if seg[-1] in openers else "")
                  for seg in new]
@@ -762,7 +762,7 @@ class O200kCounter(Counter):
         distinct = set(pieces)
         distinct.discard("\x7f")
         new = distinct.difference(memo)
-        extra = self._new_piece_counts(new, adaptive, sum(map(len, texts))) if new else {}
+        extra = self._new_piece_counts(new, adaptive) if new else {}
         get = memo.get
         odd = {p for p in distinct if get(p) != 1}  # None: a piece of `extra`
         ends = []
@@ -783,9 +783,10 @@ class O200kCounter(Counter):
                 counts[bisect_left(ends, i)] += (extra[piece] if n is None else n) - 1
         return counts
 
-    def _new_piece_counts(self, pieces, adaptive: bool, chars: int) -> dict[str, int]:
+    def _new_piece_counts(self, pieces, adaptive: bool) -> dict[str, int]:
         """Count each of ``pieces`` (none in the memo) into the memo while it has room and
-        the piece is short (`_count_pieces` does the same, inline); the others are returned."""
+        the piece is short (`_count_pieces` does the same, inline); the others are returned.
+        ``adaptive``: as in `_count_pieces`, the chunk already in ``_seen``."""
         rank = self._rank_table().rank
         memo = self._memo
         room = MEMO_ENTRIES - len(memo)
@@ -804,7 +805,7 @@ class O200kCounter(Counter):
                 if adaptive:
                     self._merged += len(b)
                     if (self._merged > MERGE_BUDGET
-                            and self._merged * MERGE_DENSITY > self._seen + chars):
+                            and self._merged * MERGE_DENSITY > self._seen):
                         single = getattr(self.encoding(), "_encode_single_piece", None)
             if room > 0 and len(piece) <= MEMO_PIECE:
                 memo[piece] = n
