@@ -32,6 +32,7 @@ _SCALAR = re.compile(r'[^,}\] \t\n\r]+')
 DECODE_SKIP_MAX = 4 * 1024 * 1024
 _KEY = b'"tools"'
 _COLON = re.compile(rb"[ \t\n\r]*:[ \t\n\r]*")
+PARSER_REUSE_MAX = 1024 * 1024
 KNOWN_TRIES = 8  # occurrences of '"tools"' looked at before the full scan takes over
 _local = threading.local()
 
@@ -40,15 +41,19 @@ def _simd_parse(data: bytes):
     """simdjson's document for ``data``, or None when simdjson rejects it. simdjson is stricter
     than Go's ``json.Valid`` (UTF-8, depth 1024, huge numbers), so None only means "not proven
     valid here"; a document proves validity (that is how :func:`jsonio.valid` uses it too).
-    One parser per thread, reused: making one per call costs more than parsing a request."""
+    One parser per thread, reused for documents up to :data:`PARSER_REUSE_MAX` bytes (making
+    one per call costs more than parsing a request); a larger document gets a parser of its
+    own, so no thread keeps buffers sized for the largest body it ever saw."""
     try:
-        parser = _local.parser
-    except AttributeError:
-        try:
-            import simdjson
-        except ImportError:
-            return None
-        parser = _local.parser = simdjson.Parser()
+        import simdjson
+    except ImportError:
+        return None
+    if len(data) > PARSER_REUSE_MAX:
+        parser = simdjson.Parser()
+    else:
+        parser = getattr(_local, "parser", None)
+        if parser is None:
+            parser = _local.parser = simdjson.Parser()
     try:
         return parser.parse(data)
     except Exception:
