@@ -13,8 +13,10 @@ from caveman_engine.compressors import toolschema as ts
 _sentence = st.lists(
     st.sampled_from(["must", "MUST", "Shall", "iso", "rfc", "8601", "-", " ", "_", "x", "é",
                      "\u212a", "\u017f", "\u0130", "\u0131", "ü", "over", "ma", "xed", "'t",
-                     "can", "mini", "mum", "case", "sensitive", "中"]),
-    max_size=8,
+                     "can", "mini", "mum", "case", "sensitive", "中", "not", "allowed", "at",
+                     "least", "one", "of", "more", "than", "exactly", "format", "ted",
+                     "require", "d", "less", "greater", "exceed", "s", "-", "3339"]),
+    max_size=10,
 ).map("".join)
 
 
