@@ -495,13 +495,15 @@ def _field_entry(key: str, order: int, vals: list[str | None], nums: list[bool])
     return _Entry(_COVERAGE, order, key, text)
 
 
-def summarize(records: Sequence[Sequence[Field] | None], elided_bytes: int) -> str | None:
-    """Invariant summary of a run of ≥ 2 dropped units, or None."""
-    n = len(records)
-    if n < 2:
-        return None
+def summarize(records: Iterable[Sequence[Field] | None], elided_bytes: int) -> str | None:
+    """Invariant summary of a run of ≥ 2 dropped units, or None. ``records`` is read once, in
+    order (a generator is fine: a run of 300k units never has all its records alive); what is
+    kept of them is one list of values per field, each distinct value text once."""
     order: dict[str, int] = {}
-    per_unit: list[dict[str, tuple[str, bool]]] = []
+    vals_of: dict[str, list[str | None]] = {}  # per field, one entry per unit (None: absent)
+    nums_of: dict[str, list[bool]] = {}  # per field, one entry per unit that has it
+    same: dict[str, str] = {}  # one str object per distinct value text
+    n = 0
     for rec in records:
         if rec is None:
             return None
@@ -509,25 +511,28 @@ def summarize(records: Sequence[Sequence[Field] | None], elided_bytes: int) -> s
         for k, v, isnum in rec:
             if k not in order:
                 order[k] = len(order)
-            d[k] = (v, isnum)
-        per_unit.append(d)
-    if not order:
-        return None
-    entries: list[_Entry] = []
-    coverage = 0
-    for key, idx in order.items():
-        if _SENSITIVE.search(key):
-            continue
-        vals: list[str | None] = []
-        nums: list[bool] = []
-        for d in per_unit:
-            got = d.get(key)
+                if not _SENSITIVE.search(k):
+                    vals_of[k] = [None] * n
+                    nums_of[k] = []
+            d[k] = (v, isnum)  # a repeated field: the last value wins
+        for k, vals in vals_of.items():
+            got = d.get(k)
             if got is None:
                 vals.append(None)
             else:
-                vals.append(got[0])
-                nums.append(got[1])
-        e = _field_entry(key, idx, vals, nums)
+                v = got[0]
+                vals.append(same.setdefault(v, v))
+                nums_of[k].append(got[1])
+        n += 1
+    if n < 2 or not order:
+        return None
+    del same
+    entries: list[_Entry] = []
+    coverage = 0
+    for key, idx in order.items():
+        if key not in vals_of:  # sensitive
+            continue
+        e = _field_entry(key, idx, vals_of[key], nums_of[key])
         if e is None:
             continue
         if e.kind in (_COVERAGE, _DENSE):

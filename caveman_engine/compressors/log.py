@@ -29,11 +29,31 @@ def marker(n: int, summary: str | None) -> str:
 
 
 _ELLIPSIS = elision.ELLIPSIS.encode()
-# _KEEP on a line's bytes, searched in place (pos/endpos): with MULTILINE, ``^`` matches at
-# the line's start (the input's start or just after a "\n"), and nothing reaches past the
-# line's end. Same matches as on the decoded line: ASCII-only classes, word boundaries and
-# case folding, and UTF-8 bytes of other characters are never word or space bytes.
-_KEEP_BYTES = re.compile(_KEEP.pattern.encode(), re.MULTILINE)
+# _KEEP for the whole input at once, lower-cased (bytes.lower maps ASCII letters only, which
+# is all _KEEP's ASCII case folding does): its space classes without "\n", so that no match
+# crosses a line break, and "^" at each line's start (MULTILINE). A line has a match of
+# _KEEP_LOWER within the input exactly when _KEEP matches it alone: word boundaries at the
+# line's edges are the same ("\n" is no word byte), and UTF-8 bytes of other characters are
+# never word or space bytes.
+_KEEP_LOWER = re.compile(
+    rb"\b(error|fatal|panic|exception|traceback|fail|failed|failure|warn|warning)\b"
+    rb'|^[\t\f\r ]+at[\t\f\r ]|^[\t\f\r ]+file "|\.go:[0-9]+|^[\t\f\r ]+--->|caused by',
+    re.MULTILINE,
+)
+
+
+def _lines_with(find, starts, lines_n: int):
+    """Indices of the lines where ``find(pos)`` (the first hit at or after ``pos``, or None)
+    hits, each once, in order: one search per such line, jumping to the next line."""
+    from bisect import bisect_right
+
+    pos = find(0)
+    while pos is not None:
+        i = bisect_right(starts, pos) - 1
+        if i >= lines_n:
+            return
+        yield i
+        pos = find(starts[i + 1])
 
 
 @elision.declines_on_error
@@ -55,21 +75,30 @@ def compress(data: bytes) -> bytes | None:
         if not gotext.is_blank(lines[i]):
             keep[i] = True
             found += 1
-    has_note = False
-    search = _KEEP_BYTES.search
     starts = lines.starts
-    if _ELLIPSIS in data:
-        for i in range(n):
-            line = lines[i] if data.find(_ELLIPSIS, starts[i], starts[i + 1] - 1) >= 0 else ""
-            if line and elision.is_note(line):
-                has_note = True
-                keep[i] = True
-            elif (line and elision.is_marker(line)) or search(data, starts[i], starts[i + 1] - 1):
-                keep[i] = True
-    else:  # neither a note nor a marker can be there
-        for i in range(n):
-            if search(data, starts[i], starts[i + 1] - 1):
-                keep[i] = True
+    low = data.lower()
+    search = _KEEP_LOWER.search
+
+    def keep_match(pos: int) -> int | None:
+        m = search(low, pos)
+        return None if m is None else m.start()
+
+    for i in _lines_with(keep_match, starts, n):
+        keep[i] = True
+    del low
+    has_note = False
+
+    def ellipsis(pos: int) -> int | None:
+        p = data.find(_ELLIPSIS, pos)
+        return None if p < 0 else p
+
+    for i in _lines_with(ellipsis, starts, n):  # notes and markers
+        line = lines[i]
+        if elision.is_note(line):
+            has_note = True
+            keep[i] = True
+        elif elision.is_marker(line):
+            keep[i] = True
     keep = elision.keep_non_redundant(lines, keep)
     return elide_lines(lines, keep, marker, unit="lines", has_note=has_note)
 
@@ -95,7 +124,7 @@ def elide_lines(
         summary = None
         if end - start >= 2:
             summary = elision.summarize(
-                [elision.line_fields(lines[i]) for i in range(start, end)], elided)
+                (elision.line_fields(lines[i]) for i in range(start, end)), elided)
         m = make_marker(end - start, summary)
         if elision.worth_eliding(end - start, summary, elision.utf8_len(m) + 1, elided):
             if region < start:
