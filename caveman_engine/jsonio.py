@@ -110,11 +110,8 @@ def loads(
         i += 1
     if i == n:
         raise JSONError("empty input")
-    global _DECODER
     if object_pairs_hook is None:
-        if _DECODER is None:
-            _DECODER = _make_decoder(None)
-        decoder = _DECODER
+        decoder = _decoder()
     else:
         decoder = _make_decoder(object_pairs_hook)
     try:
@@ -133,6 +130,56 @@ def loads(
     if _SURROGATE_ESCAPE.search(text, i):
         value = _replace_surrogates(value)
     return value
+
+
+def _decoder():
+    global _DECODER
+    if _DECODER is None:
+        _DECODER = _make_decoder(None)
+    return _DECODER
+
+
+def scan_value(text: str, i: int) -> tuple[Any, int]:
+    """The value that starts exactly at ``text[i]`` and the offset just after it, read like
+    :func:`loads` reads it (numbers as :class:`Number`), without its fallback for deep
+    nesting: ``RecursionError`` reaches the caller. Raises :class:`JSONError`."""
+    try:
+        return _decoder().scan_once(text, i)
+    except StopIteration:
+        raise JSONError(f"invalid character at offset {i}") from None
+    except JSONError:
+        raise
+    except ValueError as exc:  # json.JSONDecodeError
+        raise JSONError(str(exc)) from None
+
+
+def array_items(text: str, i: int):
+    """The elements of the array whose ``[`` is at ``text[i]``, one at a time, as
+    ``(start, end, value)``; the generator's return value is the offset just after the ``]``.
+    The grammar is the one :func:`loads` applies (JSON whitespace, no trailing comma); an
+    error raises :class:`JSONError` (deep nesting: ``RecursionError``) once the elements
+    before it were yielded. The caller holds one element at a time, not the whole array."""
+    ws = _WS.match
+    i = ws(text, i + 1).end()
+    if text.startswith("]", i):
+        return i + 1
+    while True:
+        value, end = scan_value(text, i)
+        yield i, end, value
+        i = ws(text, end).end()
+        c = text[i:i + 1]
+        if c == ",":
+            i = ws(text, i + 1).end()
+        elif c == "]":
+            return i + 1
+        else:
+            raise JSONError(f"invalid character at offset {i} after array element")
+
+
+def has_surrogate_escape(text: str) -> bool:
+    """Whether ``text`` holds a ``\\uD8xx``-style escape (:func:`loads` then replaces lone
+    surrogates in the decoded value)."""
+    return _SURROGATE_ESCAPE.search(text) is not None
 
 
 def valid(data: bytes) -> bool:

@@ -14,7 +14,7 @@ import math
 import re
 from typing import Any
 
-from .. import elision, jsonio
+from .. import elision, gotext, jsonio
 from . import Compressed
 
 CONTENT_TYPE = "json"
@@ -56,6 +56,10 @@ class _State:
 
 @elision.declines_on_error
 def compress(data: bytes) -> Compressed | None:
+    if len(data) >= STREAM_MIN_BYTES:
+        streamed = _compress_root_array(data)
+        if streamed is not _TREE:
+            return streamed
     try:
         value = jsonio.loads(data, trailing="go-decoder")
     except (jsonio.JSONError, ValueError, RecursionError):
@@ -108,7 +112,7 @@ def _walk(root: Any, state: _State) -> Any:
                     if kind == "marker":
                         lst[i] = x
                     else:
-                        stack.append((x, lst, i))
+                        stack.append((v[x], lst, i))
         else:
             parent[slot] = v
     return holder[0]
@@ -118,18 +122,24 @@ def _is_marker(x: Any) -> bool:
     return isinstance(x, dict) and ELIDED_KEY in x
 
 
-def _collapse(arr: list, state: _State) -> list[tuple[str, Any]] | None:
-    """Plan one array: [("elem", value) | ("marker", marker object)], or None to leave it."""
-    if any(_is_marker(x) for x in arr):
-        return None
+def _collapse(arr: list, state: _State, canon: list[str] | None = None,
+              paths: dict[str, list[float | None]] | None = None
+              ) -> list[tuple[str, Any]] | None:
+    """Plan one array: [("elem", index) | ("marker", marker object)], or None to leave it.
+    A large root array (:func:`_compress_root_array`) comes with its elements' ``canon`` and
+    numeric ``paths`` already taken (and no marker among them), one element at a time."""
+    if canon is None:
+        if any(_is_marker(x) for x in arr):
+            return None
+        canon = [jsonio.dumps(x).decode("utf-8", "surrogatepass") for x in arr]
     n = len(arr)
-    canon = [jsonio.dumps(x).decode("utf-8", "surrogatepass") for x in arr]
     lengths = [elision.utf8_len(c) for c in canon]
     keep = [i < HEAD or i >= n - TAIL for i in range(n)]
     for i, c in enumerate(canon):
         if not keep[i] and _ERRORISH_ELEMENT.search(c):
             keep[i] = True
-    paths = _numeric_paths(arr)
+    if paths is None:
+        paths = _numeric_paths(arr)
     for series in list(paths.values()) + [[float(x) for x in lengths]]:
         for i in _anomalies(series):
             keep[i] = True
@@ -143,19 +153,19 @@ def _collapse(arr: list, state: _State) -> list[tuple[str, Any]] | None:
     pos = 0
     collapsed = False
     for start, end in spans:
-        out.extend(("elem", arr[i]) for i in range(pos, start))
+        out.extend(("elem", i) for i in range(pos, start))
         pos = end
         count = end - start
         elided = sum(lengths[start:end]) + count  # elements plus their separating commas
         summary = None
         if count >= 2:
-            summary = elision.summarize([elision.json_fields(x) for x in arr[start:end]], elided)
+            summary = elision.summarize((elision.json_fields(x) for x in arr[start:end]), elided)
         marker: dict[str, Any] = {ELIDED_KEY: count}
         if summary:
             marker[INVARIANTS_KEY] = summary
         marker_bytes = len(jsonio.dumps(marker))
         if not elision.worth_eliding(count, summary, marker_bytes, elided):
-            out.extend(("elem", arr[i]) for i in range(start, end))
+            out.extend(("elem", i) for i in range(start, end))
             continue
         if not state.noted:
             state.noted = True
@@ -163,11 +173,155 @@ def _collapse(arr: list, state: _State) -> list[tuple[str, Any]] | None:
                 marker[NOTE_KEY] = elision.contract_note("elements")
         out.append(("marker", marker))
         collapsed = True
-    out.extend(("elem", arr[i]) for i in range(pos, n))
+    out.extend(("elem", i) for i in range(pos, n))
     if not collapsed:
         return None
     state.collapsed = True
     return out
+
+
+# --------------------------------------------------------------------------- large root arrays
+
+# A document of at least this many bytes whose root is an array is read one element at a time
+# (:func:`_compress_root_array`); smaller ones, and every other document, as one tree.
+STREAM_MIN_BYTES = 1 << 20
+_TREE = object()  # "read it as one tree instead"
+_ROOT_ARRAY = re.compile(rb"[ \t\n\r]*\[")
+
+
+class _Elements:
+    """The elements of a root array, read again from the source when asked for (only the
+    kept ones are, and those of runs whose invariants are summarised): from the decoded text,
+    or for an ASCII document from its bytes (offsets are the same), so that the text need
+    not stay alive."""
+
+    __slots__ = ("text", "data", "starts", "ends")
+
+    def __init__(self, text: str | None, data: bytes, starts, ends) -> None:
+        self.text = text
+        self.data = data
+        self.starts = starts
+        self.ends = ends
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):  # iterated once (a summary's records): one at a time
+            return (self[k] for k in range(*i.indices(len(self.starts))))
+        if self.text is not None:
+            return jsonio.scan_value(self.text, self.starts[i])[0]
+        return jsonio.scan_value(self.data[self.starts[i]:self.ends[i]].decode("ascii"), 0)[0]
+
+
+def _compress_root_array(data: bytes):
+    """:func:`compress` for a large document whose root is an array, with the same output:
+    the elements are read one at a time, keeping of each only its canonical text (which
+    keepNonRedundant and the error check need), its numeric leaves and where it starts; the
+    document is never held as a tree, nor copied as one. Returns ``_TREE`` when the document
+    should go the usual way (not a root array, an escaped surrogate, nesting too deep for
+    the C scanner, a marker element) -- that way then decides, byte for byte as before."""
+    if data.startswith(jsonio.BOM) or not _ROOT_ARRAY.match(data):
+        return _TREE
+    from array import array
+
+    text = gotext.decode(data)
+    if jsonio.has_surrogate_escape(text):
+        return _TREE
+    starts, ends = array("q"), array("q")
+    canon: list[str] = []
+    paths: dict[str, list[float | None]] = {}
+    nested = bytearray()  # 1: the element holds an array the walk may collapse
+    small: list[Any] = []  # the values themselves while there are at most MAX_ARRAY
+    items = jsonio.array_items(text, text.index("["))
+    try:
+        while True:
+            try:
+                start, stop_at, x = next(items)
+            except StopIteration as stop:
+                end = stop.value
+                break
+            if _is_marker(x):
+                return _TREE
+            idx = len(starts)
+            starts.append(start)
+            ends.append(stop_at)
+            canon.append(jsonio.dumps(x).decode("utf-8", "surrogatepass"))
+            for p, series in _numeric_paths([x]).items():
+                have = paths.get(p)
+                if have is None:
+                    have = paths[p] = []
+                if len(have) < idx:
+                    have.extend([None] * (idx - len(have)))
+                have.append(series[0])
+            nested.append(_has_long_array(x))
+            if idx <= MAX_ARRAY:
+                small.append(x)
+            elif small:
+                small.clear()
+    except RecursionError:
+        return _TREE
+    except jsonio.JSONError:
+        return None
+    n = len(starts)
+    while end < len(text) and text[end] in gotext.JSON_SPACE:
+        end += 1
+    if end < len(text) and text[end] not in "]}":
+        return None  # trailing data (loads' go-decoder rule)
+    state = _State()
+    if n <= MAX_ARRAY:
+        out = _walk(small, state)
+        return Compressed(jsonio.dumps(out), method=METHOD) if state.collapsed else None
+    for have in paths.values():
+        if len(have) < n:
+            have.extend([None] * (n - len(have)))
+    # ASCII: every offset into the text is one into the bytes
+    elements = _Elements(None if data.isascii() else text, data, starts, ends)
+    del text, items
+    plan = _collapse(elements, state, canon=canon, paths=paths)
+    del paths
+    import orjson
+
+    # Each kept element is walked in order (so the note still lands on the first collapsed
+    # run) and written at once; an element without a long array is its canonical text.
+    out: list[Any] = []
+    if plan is not None:
+        del canon
+        for kind, x in plan:
+            if kind == "marker":
+                out.append(x)
+            else:
+                out.append(orjson.Fragment(jsonio.dumps(_walk(elements[x], state))))
+        del plan
+    else:  # the array stays; only elements holding a long array can change
+        changed: dict[int, bytes] = {}
+        for i in range(n):
+            if nested[i]:
+                walked = _walk(elements[i], state)
+                if state.collapsed:
+                    changed[i] = jsonio.dumps(walked)
+        if not state.collapsed:
+            return None
+        for i in range(n):
+            got = changed.get(i)
+            out.append(orjson.Fragment(
+                got if got is not None else canon[i].encode("utf-8", "surrogatepass")))
+    return Compressed(jsonio.dumps(out), method=METHOD)
+
+
+def _has_long_array(x: Any) -> bool:
+    """Whether ``x`` holds (or is) an array longer than MAX_ARRAY: the only thing
+    :func:`_walk` may change."""
+    stack = [x]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, dict):
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            if len(v) > MAX_ARRAY:
+                return True
+            stack.extend(v)
+    return False
 
 
 # --------------------------------------------------------------------------- statistics
