@@ -878,8 +878,8 @@ _DEL_RUN = re.compile("\x7f{2,}")
 # a text with quotes is cut into *segments* at places where no piece crosses and where each
 # side is split exactly as inside the whole text; the count of the text is then the sum of the
 # counts of its segments, each distinct segment counted once and remembered (the segment memo,
-# shared by the counts of one counter, like the piece memo). The two places (ASCII only, in
-# both patterns, whatever the classes: no ASCII character is in a class it is not in in ASCII):
+# shared by the counts of one counter, like the piece memo). The two places involve ASCII
+# characters only, whose classes are the same in both patterns and in the shipped tables:
 #
 # (1) between an ASCII letter and a '"' that is not followed by an ASCII letter or '"'. A letter
 #     is only ever in a letter piece (the first two alternatives: no other takes a letter),
