@@ -13,7 +13,14 @@ enum, ``required``, ``const`` and non-null ``default`` survives.
    (``restated_facts``) — annotations only, never a constraint sentence;
 4. description prose shrunk sentence by sentence (:mod:`caveman_engine.catalog.prose_guard`):
    articles and fillers go, constraint sentences lose at most articles, identifiers, numbers,
-   paths, URLs and code never change.
+   paths, URLs and code never change;
+5. the telegraphic rules (:data:`POST_RULES`, one walk): openers that only restate the slot or
+   the type ("Specifies the", "A list of", "Flag indicating whether" → "Whether"), "This
+   function" before the verb of a tool description, the auxiliary before a participle ("is
+   held" → "held"), "specified"/"given"/"provided" before their noun, shorter stock phrases
+   ("such as" → "like", "if not provided" → "if omitted"), and the articles step 4 left.
+   Literals, protected names and every constraint word stay (see
+   :mod:`caveman_engine.catalog.rules._telegraph`).
 
 Compact JSON in the input's envelope and key order. Declines (None) input that is not a
 catalog or a schema, and any result larger than the input.
@@ -32,6 +39,13 @@ SAFETY_CLASS = "S4"
 # compression would see.
 PRE_RULES = ("markdown_emphasis",)
 MAX_RULES = ("desc_whitespace", "markdown_emphasis", "mcp_hints", "branch_descriptions", "restated_facts")
+# Telegraphic rules, after the prose shrink (they also clean up what it refused): words that
+# carry no meaning in a description or only restate the schema. They run in one walk
+# (:func:`caveman_engine.catalog.rules._telegraph.apply_tree`), sentence by sentence in this
+# order; ``echo_description`` (a safe rule) then runs again on the schemas they changed: a
+# description they reduced to its property's name goes, as a second compression would drop it.
+POST_RULES = ("slot_verbs", "restated_type", "self_reference", "copula", "filler_adjectives",
+              "phrases", "articles")
 
 _ENVELOPE_KEYS = frozenset(("name", "input_schema", "inputSchema", "parameters", "function", "tools"))
 
@@ -77,6 +91,7 @@ def _shrink_schema(schema: Any, protected: set[str]) -> None:
 def compress_tree(doc: Any) -> Any:
     """The whole transform on a decoded tree; returns a new tree (``doc`` is not modified)."""
     from ..catalog import envelope, safe
+    from ..catalog.rules import _telegraph as telegraph
     from . import toolschema
 
     tree = safe.apply_tree(safe.apply_tree(doc), PRE_RULES)
@@ -88,6 +103,7 @@ def compress_tree(doc: Any) -> Any:
             _names(tree, protected)
             tree = envelope.copy_tree(tree)
             _shrink_schema(tree, protected)
+            tree = telegraph.apply_tree(tree, POST_RULES)
         return tree
     tree = envelope.copy_tree(tree)
     for tool in envelope.iter_tools(tree):
@@ -104,7 +120,7 @@ def compress_tree(doc: Any) -> Any:
         d = c.get("description")
         if isinstance(d, str):
             c["description"] = shrink_description(d, protected)
-    return tree
+    return telegraph.apply_tree(tree, POST_RULES)
 
 
 def compress(data: bytes) -> bytes | None:
