@@ -10,14 +10,18 @@ rotate over Anthropic Messages, OpenAI Chat Completions and OpenAI Responses bod
 the same real catalog (``examples/tools.json``); every other one streams (SSE). The direct
 pass and the proxied pass send the same requests.
 
-One run per ``--upstream-delay`` (default ``0,50``): the fake waits that many milliseconds
-before the first byte of each answer. At 0 ms the upstream answers at once and the three
-processes saturate the cores, so the proxy's cost shows as lost requests/s and as queueing for
-CPU (a throughput figure). A real model API takes tens of milliseconds or more before its
-first byte; at 50 ms the cores have room, and the added latency is the proxy's own.
+One run per ``--upstream-delay`` item (default ``0,50,25-75``): the fake waits that long before
+the first byte of each answer, a fixed time or a uniform draw from a range. At 0 ms the
+upstream answers at once and the three processes saturate the cores, so the proxy's cost shows
+as lost requests/s and as queueing for CPU (a throughput figure). A real model API takes tens
+of milliseconds or more before its first byte, and not the same time for every call. At a
+fixed 50 ms the 32 workers stay in lockstep: each wave of 32 requests arrives at once and
+queues for the cores, with or without the proxy. With 25–75 ms (the same mean) the sessions
+drift apart as real ones do, and the added latency is the proxy's own.
 
 Printed, per run: latency p50/p99 at concurrency 1 (direct and proxied interleaved) and at
-``--concurrency``, the added latency, requests/s and the proxied/direct ratio; the proxy's CPU
+``--concurrency``, the added latency (percentiles of each request's latency minus the
+upstream's wait for it, proxied minus direct), requests/s and the proxied/direct ratio; the proxy's CPU
 time per request, its RSS (start, peak, end: flat means no growth with traffic), and the
 differences between what the upstream received and what it should have (the engine's rewrite
 of the catalog spliced into the client's bytes), and between what the upstream sent and what
@@ -92,6 +96,7 @@ def _bodies(copies: int = 1) -> list[tuple[str, bytes, bool]]:
 async def _serial(direct: str, proxy: str, bodies, n: int, sessions: bool = True):
     """Concurrency 1, direct and proxied requests interleaved (machine noise hits both)."""
     lat = {direct: [], proxy: []}
+    waits = {direct: [], proxy: []}
     headers = {"content-type": "application/json", "x-api-key": "bench"}
     if sessions:
         headers["x-cave-session"] = "bench-serial"
@@ -102,8 +107,10 @@ async def _serial(direct: str, proxy: str, bodies, n: int, sessions: bool = True
                 t = time.perf_counter()
                 async with s.post(base + path, data=body, headers=headers) as r:
                     await r.read()
+                    wait = float(r.headers.get("x-fake-delay", "0"))
                 lat[base].append(time.perf_counter() - t)
-    return lat[direct], lat[proxy]
+                waits[base].append(wait)
+    return lat[direct], lat[proxy], waits[direct], waits[proxy]
 
 
 async def _load(base: str, bodies, n: int, concurrency: int, sessions: bool = True):
@@ -111,6 +118,7 @@ async def _load(base: str, bodies, n: int, concurrency: int, sessions: bool = Tr
     ``sessions``: each worker is one agent session (``x-cave-session``), so the proxy reads
     every answer's usage for the tripwire, as it does for a client that sends the header."""
     lat: list[float] = []
+    waits: list[float] = []  # the upstream's first-byte wait for each request
     seen: list[tuple[int, str]] = []
     errors = 0
     counter = iter(range(n))
@@ -129,16 +137,18 @@ async def _load(base: str, bodies, n: int, concurrency: int, sessions: bool = Tr
                     async with s.post(base + path, data=body, headers=headers) as r:
                         data = await r.read()
                         seq = int(r.headers.get("x-fake-seq", "-1"))
+                        wait = float(r.headers.get("x-fake-delay", "0"))
                 except aiohttp.ClientError:
                     errors += 1
                     continue
                 lat.append(time.perf_counter() - t)
+                waits.append(wait)
                 seen.append((seq, hashlib.sha256(data).hexdigest()))
 
         t0 = time.perf_counter()
         await asyncio.gather(*(worker(w) for w in range(concurrency)))
         wall = time.perf_counter() - t0
-    return lat, seen, wall, errors
+    return lat, seen, wall, errors, waits
 
 
 def _records(upstream: str) -> list[dict]:
@@ -186,8 +196,8 @@ def _wait_up(urls) -> None:
                 time.sleep(0.1)
 
 
-def _run(args, bodies, expected, delay_ms: float) -> dict:
-    """One fake upstream (answering after ``delay_ms``) and one proxy in front of it: the
+def _run(args, bodies, expected, delay) -> dict:
+    """One fake upstream (answering after ``delay``: (min, max) ms) and one proxy in front: the
     unloaded pass, the direct and proxied passes at ``--concurrency``, the proxy's CPU and RSS,
     and the byte checks."""
     tmp = tempfile.mkdtemp(prefix="bench-proxy-")
@@ -203,7 +213,8 @@ def _run(args, bodies, expected, delay_ms: float) -> dict:
                    f"  openai:\n    base_url: {upstream}\n")
     fake = subprocess.Popen([sys.executable, "-m", "tests.fixtures.proxy.fake_upstream",
                              "--port", str(up_port), "--quiet",
-                             "--first-byte-delay", str(delay_ms)], cwd=ROOT, env=env,
+                             "--first-byte-delay", str(delay[0]),
+                             "--first-byte-delay-max", str(delay[1])], cwd=ROOT, env=env,
                             stdout=subprocess.DEVNULL)
     px = subprocess.Popen([console_script(), "proxy", "--listen", f"127.0.0.1:{px_port}",
                            "--level", args.level, "--config", str(cfg)], env=env,
@@ -217,10 +228,10 @@ def _run(args, bodies, expected, delay_ms: float) -> dict:
         asyncio.run(_load(upstream, bodies, warm, args.concurrency, sessions))
         asyncio.run(_load(proxy, bodies, warm, args.concurrency, sessions))
 
-        sd, sp = asyncio.run(_serial(upstream, proxy, bodies, args.serial, sessions))
+        sd, sp, sdw, spw = asyncio.run(_serial(upstream, proxy, bodies, args.serial, sessions))
         before = len(_records(upstream))
 
-        d_lat, d_seen, d_wall, d_err = asyncio.run(
+        d_lat, d_seen, d_wall, d_err, d_wait = asyncio.run(
             _load(upstream, bodies, args.requests, args.concurrency, sessions))
         rss = [_rss_kb(px.pid)]
         stop = threading.Event()
@@ -234,7 +245,7 @@ def _run(args, bodies, expected, delay_ms: float) -> dict:
         sampler.start()
         mid = len(_records(upstream))
         cpu0 = _cpu_s(px.pid)
-        p_lat, p_seen, p_wall, p_err = asyncio.run(
+        p_lat, p_seen, p_wall, p_err, p_wait = asyncio.run(
             _load(proxy, bodies, args.requests, args.concurrency, sessions))
         cpu = _cpu_s(px.pid) - cpu0
         stop.set()
@@ -259,8 +270,13 @@ def _run(args, bodies, expected, delay_ms: float) -> dict:
                 p.kill()
     n10 = max(1, len(rss) // 10)
     return {
-        "delay": delay_ms, "serial": (sd, sp), "direct": (d_lat, d_wall, d_err),
-        "proxied": (p_lat, p_wall, p_err), "cpu_ms": cpu / max(1, len(p_lat)) * 1000,
+        "delay": delay, "serial": (sd, sp), "direct": (d_lat, d_wall, d_err),
+        "proxied": (p_lat, p_wall, p_err),
+        # latency minus the upstream's own wait, request by request: what the added
+        # latency is computed from (with a random wait, percentiles of the raw latencies
+        # would mostly compare two draws of the wait)
+        "beyond": ([a - w for a, w in zip(sd, sdw)], [a - w for a, w in zip(sp, spw)],
+                   [a - w for a, w in zip(d_lat, d_wait)], [a - w for a, w in zip(p_lat, p_wait)]), "cpu_ms": cpu / max(1, len(p_lat)) * 1000,
         "rss": (rss[0], statistics.mean(rss[:n10]), max(rss), statistics.mean(rss[-n10:])),
         "diff_upstream": (diff_upstream, len(proxied)),
         "diff_client": (diff_client, len(p_seen) + len(d_seen)),
@@ -268,14 +284,26 @@ def _run(args, bodies, expected, delay_ms: float) -> dict:
     }
 
 
-def _delays(text: str) -> list[float]:
+def _delays(text: str) -> list[tuple[float, float]]:
+    """``0,50,25-75`` → [(0, 0), (50, 50), (25, 75)]: a fixed wait, or a uniform range."""
+    out = []
     try:
-        out = [float(x) for x in text.split(",") if x.strip()]
+        for item in text.split(","):
+            lo, _, hi = item.strip().partition("-")
+            lo_ms = float(lo)
+            hi_ms = float(hi) if hi else lo_ms
+            if lo_ms < 0 or hi_ms < lo_ms:
+                raise ValueError
+            out.append((lo_ms, hi_ms))
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a list of milliseconds: {text!r}") from None
-    if not out or any(d < 0 for d in out):
-        raise argparse.ArgumentTypeError(f"not a list of milliseconds: {text!r}")
+        raise argparse.ArgumentTypeError(f"not a list of milliseconds or ranges: {text!r}") \
+            from None
     return out
+
+
+def _delay_label(delay) -> str:
+    lo, hi = delay
+    return f"{lo:g} ms" if lo == hi else f"{lo:g}–{hi:g} ms"
 
 
 def main() -> None:
@@ -287,9 +315,11 @@ def main() -> None:
                     help="the example catalog repeated this many times (renamed tools)")
     ap.add_argument("--serial", type=int, default=200,
                     help="requests of the extra unloaded pass at concurrency 1")
-    ap.add_argument("--upstream-delay", type=_delays, default=[0.0, 50.0], metavar="MS[,MS...]",
-                    help="the fake upstream's wait before the first byte of each answer; one "
-                         "run per value (default 0,50: saturated, then model-like)")
+    ap.add_argument("--upstream-delay", type=_delays, default=_delays("0,50,25-75"),
+                    metavar="MS|MIN-MAX[,...]",
+                    help="the fake upstream's wait before the first byte of each answer, fixed "
+                         "or drawn uniformly from a range; one run per item (default "
+                         "0,50,25-75: saturated, then model-like)")
     ap.add_argument("--no-sessions", dest="sessions", action="store_false",
                     help="send no x-cave-session header (the tripwire then reads no usage)")
     args = ap.parse_args()
@@ -320,23 +350,27 @@ def main() -> None:
           "proxied / direct requests/s | errors |")
     print("|---:|---|---:|---:|---:|---:|---:|")
     for r in runs:
-        d = f"{r['delay']:g} ms"
+        d = _delay_label(r["delay"])
         sd, sp = r["serial"]
         sd_rps, sp_rps = 1 / statistics.mean(sd), 1 / statistics.mean(sp)
         print(f"| {d} | concurrency 1 ({len(sd)} each, interleaved): direct | {_pct(sd, 50):.2f} "
               f"| {_pct(sd, 99):.2f} | {sd_rps:.0f} | | 0 |")
         print(f"| {d} | concurrency 1: through the proxy | {_pct(sp, 50):.2f} | "
               f"{_pct(sp, 99):.2f} | {sp_rps:.0f} | {sp_rps / sd_rps:.2f} | 0 |")
-        print(f"| {d} | **concurrency 1: added** | **{_pct(sp, 50) - _pct(sd, 50):+.2f}** | "
-              f"**{_pct(sp, 99) - _pct(sd, 99):+.2f}** | | | |")
+        bsd, bsp, bdl, bpl = r["beyond"]
+        print(f"| {d} | **concurrency 1: added** | **{_pct(bsp, 50) - _pct(bsd, 50):+.2f}** | "
+              f"**{_pct(bsp, 99) - _pct(bsd, 99):+.2f}** | | | |")
         (dl, dw, de), (pl, pw, pe) = r["direct"], r["proxied"]
         d_rps, p_rps = len(dl) / dw, len(pl) / pw
         print(f"| {d} | concurrency {c}: direct | {_pct(dl, 50):.2f} | {_pct(dl, 99):.2f} | "
               f"{d_rps:.0f} | | {de} |")
         print(f"| {d} | concurrency {c}: through the proxy | {_pct(pl, 50):.2f} | "
               f"{_pct(pl, 99):.2f} | {p_rps:.0f} | {p_rps / d_rps:.2f} | {pe} |")
-        print(f"| {d} | **concurrency {c}: added** | **{_pct(pl, 50) - _pct(dl, 50):+.2f}** | "
-              f"**{_pct(pl, 99) - _pct(dl, 99):+.2f}** | | | |")
+        print(f"| {d} | **concurrency {c}: added** | **{_pct(bpl, 50) - _pct(bdl, 50):+.2f}** | "
+              f"**{_pct(bpl, 99) - _pct(bdl, 99):+.2f}** | | | |")
+    print()
+    print("added: p50 (p99) of each request's latency minus the upstream's wait for it (the fake "
+          "reports it in x-fake-delay), through the proxy, minus the same direct")
     print()
     print("| upstream first-byte delay | proxy CPU ms/request | proxy RSS MiB: start, first "
           "10%, peak, last 10% | upstream got ≠ expected | client got ≠ upstream sent | "
@@ -344,7 +378,7 @@ def main() -> None:
     print("|---:|---:|---|---:|---:|---:|")
     for r in runs:
         rss = ", ".join(f"{x / 1024:.1f}" for x in r["rss"])
-        print(f"| {r['delay']:g} ms | {r['cpu_ms']:.2f} | {rss} | "
+        print(f"| {_delay_label(r['delay'])} | {r['cpu_ms']:.2f} | {rss} | "
               f"{r['diff_upstream'][0]} of {r['diff_upstream'][1]} | "
               f"{r['diff_client'][0]} of {r['diff_client'][1]} | "
               f"{r['diff_direct'][0]} of {r['diff_direct'][1]} |")
