@@ -19,6 +19,14 @@ of this script measures the same bytes.
 
 The machine matters: the reference's figures were taken on a quiet 2-core machine. The load
 average is printed above the table; on a loaded machine compare the ratios with care.
+
+Bytecode: an installed wheel has its ``.pyc`` files compiled (pip does it at install). A source
+tree run through an editable install may not: after any edit the cached bytecode is stale, and
+with ``PYTHONDONTWRITEBYTECODE=1`` (set in some environments, this one included) no run ever
+writes it back, so every process would compile the engine's sources again -- tens of ms of
+compiler in each row. Before measuring, this script compiles the stale bytecode of the package
+the console script imports (``compileall``, as an installation would) and says how many files
+it compiled; it checks again after the runs and warns if a source changed meanwhile.
 """
 
 from __future__ import annotations
@@ -218,8 +226,55 @@ def _run_once(args, path: Path, env: dict) -> tuple[float, float, float]:
     return wall, mib, cpu
 
 
+def _package_dir() -> Path:
+    """The caveman_engine package the console script runs (this interpreter's)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("caveman_engine")
+    if spec is None or not spec.submodule_search_locations:
+        raise SystemExit("caveman_engine is not importable by this interpreter")
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def stale_bytecode(package: Path) -> list[Path]:
+    """Sources of ``package`` whose cached bytecode is missing or out of date (what the
+    interpreter would compile again on import)."""
+    import importlib.util
+    import struct
+
+    stale = []
+    for src in sorted(package.rglob("*.py")):
+        pyc = Path(importlib.util.cache_from_source(str(src)))
+        try:
+            head = pyc.read_bytes()[:16]
+            st = src.stat()
+        except OSError:
+            stale.append(src)
+            continue
+        flags, mtime, size = struct.unpack("<III", head[4:16]) if len(head) == 16 else (1, 0, 0)
+        if flags == 0 and (mtime, size) != (int(st.st_mtime) & 0xFFFFFFFF,
+                                            st.st_size & 0xFFFFFFFF):
+            stale.append(src)
+    return stale
+
+
+def compile_bytecode() -> Path:
+    """Compile the stale bytecode of the engine's package, as pip does for a wheel."""
+    import compileall
+
+    package = _package_dir()
+    stale = stale_bytecode(package)
+    if stale:
+        compileall.compile_dir(str(package), quiet=2)
+    left = stale_bytecode(package)
+    print(f"bytecode of {package}: {len(stale)} stale file(s) compiled before measuring"
+          + (f"; {len(left)} could not be" if left else ""), file=sys.stderr)
+    return package
+
+
 def measure(runs: int, quick: bool) -> list[dict]:
     script = console_script()
+    package = compile_bytecode()
     results = []
     with tempfile.TemporaryDirectory(prefix="bench-speed-") as tmp:
         tmp = Path(tmp)
@@ -266,7 +321,12 @@ def measure(runs: int, quick: bool) -> list[dict]:
                                 walls=walls))
             path.unlink()
             print(f"  measured {label}: {ms:.0f} ms, {mib:.1f} MiB "
-                  f"(runs: {', '.join(f'{w:.0f}' for w in walls)} ms)", file=sys.stderr)
+                  f"(runs: {', '.join(f'{w:.0f}' for w in walls)} ms; "
+                  f"CPU: {', '.join(f'{c:.0f}' for c in cpus)} ms)", file=sys.stderr)
+    changed = stale_bytecode(package)
+    if changed:
+        print(f"warning: {len(changed)} source file(s) changed while measuring (e.g. "
+              f"{changed[0]}): those runs compiled them", file=sys.stderr)
     return results
 
 

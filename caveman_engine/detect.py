@@ -29,11 +29,14 @@ import types
 from . import gotext, jsonio, wrappers
 from .tables import table_rows, trim_span
 
+# The patterns are compiled where they are first used (re keeps them): JSON, the commonest
+# input, is answered before any of them, and every compiled pattern costs start-up time.
+
 # -- terminal ---------------------------------------------------------------------------------
-_CSI = re.compile(rb"\x1b\[[0-9;?]*[ -/]*[@-~]")
+_CSI = rb"\x1b\[[0-9;?]*[ -/]*[@-~]"
 
 # -- diff -------------------------------------------------------------------------------------
-_DIFF_LINE = re.compile(rb"^(?:diff --git |@@ |--- |\+\+\+ |[+-][^+-])", re.M)
+_DIFF_LINE = rb"^(?:diff --git |@@ |--- |\+\+\+ |[+-][^+-])"
 
 # -- html -------------------------------------------------------------------------------------
 _CODE_STARTS = (
@@ -45,10 +48,10 @@ _CODE_LINE_STARTS = (
 )  # fmt: skip
 # "<body", "<article", "<main", "<div", "<p>", "<p " in the lower-cased text
 _I = rb"(?:i|\xc4\xb0)"
-_HTML_CONTAINER = re.compile(rb"<(?:body|art%scle|ma%sn|d%sv|p[> ])" % (_I, _I, _I), re.I)
+_HTML_CONTAINER = rb"<(?:body|art%scle|ma%sn|d%sv|p[> ])" % (_I, _I, _I)
 
 # -- code -------------------------------------------------------------------------------------
-_KEYWORD = re.compile(
+_KEYWORD = (
     rb"\b(?:func|package|import|def|class|function|return|const|let|var|public|private|"
     rb"protected|static|void|struct|interface|namespace|module|fn|impl|trait|export|async|"
     rb"await)\b"
@@ -57,7 +60,7 @@ _KEYWORD = re.compile(
 # substring tests; no multiline flag in the reference, so both "^" alternatives anchor at the
 # start of the input (after whitespace, which may include newlines).
 _SYMBOL_LITERALS = (b"=>", b"::", b"->", b"){", b") {", b";\n")
-_SYMBOL_START = re.compile(rb"[\t\n\f\r ]*(?:#include|from .+ import )")
+_SYMBOL_START = rb"[\t\n\f\r ]*(?:#include|from .+ import )"
 
 # -- log --------------------------------------------------------------------------------------
 # "(?i)(\b(TRACE|…|PANIC)\b|^\s*\[[A-Z]+\]|\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}|\b\d{2}:\d{2}:\d{2}\b)"
@@ -66,18 +69,16 @@ _SYMBOL_START = re.compile(rb"[\t\n\f\r ]*(?:#include|from .+ import )")
 # the bracket class spells out U+017F and U+212A). Each match swallows the rest of its line, so
 # there is one match per matching line. "^" keeps its line anchor; inside a line RE2's \s is
 # [\t\f\r ].
-_LOG_LINE = re.compile(
+_LOG_LINE = (
     rb"(?:\b(?:trace|debug|info|warn|warning|error|fatal|panic)\b"
     rb"|^[\t\f\r ]*\[(?:[a-z]|\xc5\xbf|\xe2\x84\xaa)+\]"
     rb"|\d{4}-\d{2}-\d{2}[ t]\d{2}:\d{2}:\d{2}"
-    rb"|\b\d{2}:\d{2}:\d{2}\b)[^\n]*",
-    re.M,
+    rb"|\b\d{2}:\d{2}:\d{2}\b)[^\n]*"
 )
 
 # -- search-result ----------------------------------------------------------------------------
 _SEARCH_PATTERN = r"^(?:[./~A-Za-z0-9_-][^:\n]{0,240}:[0-9]+(?::[0-9]+)?:|https?://[^\t\n\f\r ])"
-_SEARCH_LINE_BYTES = re.compile(_SEARCH_PATTERN.encode(), re.M)
-_SEARCH_LINE_TEXT = re.compile(_SEARCH_PATTERN, re.M)
+_SEARCH_LINE_BYTES = _SEARCH_PATTERN.encode()
 
 CONFIG_MIN_LINES = 12
 TABULAR_MIN_ROWS = 8
@@ -93,14 +94,14 @@ def _count(pattern: re.Pattern, data, limit: int | None = None) -> int:
 
 
 def is_terminal(body: bytes) -> bool:
-    if _CSI.search(body):
+    if re.search(_CSI, body):
         return True
     cr = body.count(b"\r")
     return cr >= 3 and cr - body.count(b"\r\n") >= 3
 
 
 def is_diff(body: bytes) -> bool:
-    if _count(_DIFF_LINE, body, 4) < 4:
+    if _count(re.compile(_DIFF_LINE, re.M), body, 4) < 4:
         return False
     return (
         b"\n@@ " in body
@@ -124,7 +125,7 @@ def is_html(body: bytes, t: bytes) -> bool:
         return True
     return (
         t.count(b"<") >= 6
-        and _HTML_CONTAINER.search(t) is not None
+        and re.search(_HTML_CONTAINER, t, re.I) is not None
         and not _has_code_structure(body, t)
     )
 
@@ -137,7 +138,7 @@ def is_log(body: bytes) -> bool:
     elements = body.count(b"\n") + 1
     if elements < 4:
         return False
-    matched = _count(_LOG_LINE, body.lower())
+    matched = _count(re.compile(_LOG_LINE, re.M), body.lower())
     return matched >= 3 and 2 * matched >= elements
 
 
@@ -146,11 +147,11 @@ def is_code(body: bytes, t: bytes, log: bool) -> bool:
         return False
     if t.startswith(b"#!"):
         return True
-    if _count(_KEYWORD, body, 3) < 3:
+    if _count(re.compile(_KEYWORD), body, 3) < 3:
         return False
     return (
         any(x in body for x in _SYMBOL_LITERALS)
-        or _SYMBOL_START.match(body) is not None
+        or re.match(_SYMBOL_START, body) is not None
         or b"{" in body
         or (b"def " in body and b":" in body)
         or b"\n    " in body
@@ -162,9 +163,9 @@ def is_search_result(body: bytes) -> bool:
     if elements < 6:
         return False
     if body.isascii():
-        matched = _count(_SEARCH_LINE_BYTES, body)
+        matched = _count(re.compile(_SEARCH_LINE_BYTES, re.M), body)
     else:
-        matched = _count(_SEARCH_LINE_TEXT, gotext.decode(body))
+        matched = _count(re.compile(_SEARCH_PATTERN, re.M), gotext.decode(body))
     return matched >= 4 and 3 * matched >= elements
 
 

@@ -8,36 +8,61 @@ module decides whether its output is worth emitting and makes sure it is recover
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
-from pathlib import Path
 
 from . import gotext, jsonio, registry, wrappers
 from .compressors import Compressed, CompressorCrash, strict
-from .detect import detect as detect_type
 from .limits import check_size
 from .store import BudgetExceeded, Store
 from .tokens import Counter, make_counter
+
+# `detect` is imported when a type is to be detected, not when it is forced (--type).
 
 ERR_BUDGET = "cave_ccr_budget_exceeded"
 ERR_UNAVAILABLE = "cave_ccr_unavailable"
 
 
-@dataclass
 class Result:
-    output: bytes
-    content_type: str
-    tokens_before: int
-    tokens_after: int
-    token_count_basis: str
-    ratio: float = 0.0
-    basis: str = "inferred"
-    recovery_handle: str | None = None
-    method: str | None = None
-    lossless_to_model: bool | None = None
-    error: str | None = None  # ERR_BUDGET / ERR_UNAVAILABLE: the original was not stored
-    error_detail: str | None = None
-    # How the original was stored (the keyword arguments of Store.put), for result reuse.
-    store_args: dict | None = field(default=None, repr=False, compare=False)
+    """What :meth:`Engine.compress` returns. ``error`` is ERR_BUDGET / ERR_UNAVAILABLE when
+    the original was not stored; ``store_args`` how it was stored (the keyword arguments of
+    ``Store.put``, for result reuse; left out of ``==`` and ``repr``). A plain class with the
+    ``==`` and ``repr`` of the dataclass it was, which cost start-up time to define."""
+
+    _fields = ("output", "content_type", "tokens_before", "tokens_after", "token_count_basis",
+               "ratio", "basis", "recovery_handle", "method", "lossless_to_model", "error",
+               "error_detail")
+
+    def __init__(self, output: bytes, content_type: str, tokens_before: int, tokens_after: int,
+                 token_count_basis: str, ratio: float = 0.0, basis: str = "inferred",
+                 recovery_handle: str | None = None, method: str | None = None,
+                 lossless_to_model: bool | None = None, error: str | None = None,
+                 error_detail: str | None = None, store_args: dict | None = None) -> None:
+        self.output = output
+        self.content_type = content_type
+        self.tokens_before = tokens_before
+        self.tokens_after = tokens_after
+        self.token_count_basis = token_count_basis
+        self.ratio = ratio
+        self.basis = basis
+        self.recovery_handle = recovery_handle
+        self.method = method
+        self.lossless_to_model = lossless_to_model
+        self.error = error
+        self.error_detail = error_detail
+        self.store_args = store_args
+
+    def _values(self) -> tuple:
+        return tuple(getattr(self, f) for f in self._fields)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return self._values() == other._values()  # type: ignore[attr-defined]
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{f}={getattr(self, f)!r}" for f in self._fields)
+        return f"{self.__class__.__qualname__}({args})"
 
     @property
     def transformed(self) -> bool:
@@ -106,7 +131,12 @@ class Engine:
         check_size(data)
         body, layers = wrappers.unwrap(data)
         forced = content_type if content_type not in (None, "", "auto") else None
-        ct = forced if forced is not None else detect_type(body)
+        if forced is not None:
+            ct = forced
+        else:
+            from .detect import detect as detect_type
+
+            ct = detect_type(body)
         before = self.count(data)
         passthrough = Result(data, ct, before, before, self.counter.name)
 
@@ -211,17 +241,18 @@ def call_compressor(module, body: bytes) -> Compressed | None:
     return None
 
 
-def _cache_dir(store: Store | None) -> Path | None:
+def _cache_dir(store: Store | None) -> str | None:
     """Where the tokenizer's rank cache lives: ``CAVEMAN_CACHE_DIR``, else where the store
     says (beside a SQLite file; the Caveman home for PostgreSQL), else the Caveman home
-    directory if it exists."""
+    directory if it exists. A string (the tokenizer joins paths with ``os.path``): pathlib
+    is not imported for it."""
     explicit = os.environ.get("CAVEMAN_CACHE_DIR")
     if explicit:
-        return Path(explicit)
+        return explicit
     if store is not None:
-        return store.cache_dir()
+        return store.cache_location()
     home = os.environ.get("CAVEMAN_HOME") or os.path.join(os.path.expanduser("~"), ".caveman")
-    return Path(home) if os.path.isdir(home) else None
+    return home if os.path.isdir(home) else None
 
 
 _DEFAULT: Engine | None = None

@@ -15,7 +15,7 @@ GO_SPACE = (
     "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
     "\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
 )
-_FIELDS_RE = re.compile("[" + re.escape(GO_SPACE) + "]+")
+_FIELDS_PATTERN = "[" + re.escape(GO_SPACE) + "]+"  # compiled by fields() on first use
 # JSON insignificant whitespace.
 JSON_SPACE = " \t\n\r"
 JSON_SPACE_BYTES = b" \t\n\r"
@@ -38,7 +38,7 @@ def trim_right(s: str) -> str:
 
 def fields(s: str) -> list[str]:
     """strings.Fields. Python's str.split() also splits at U+001C..U+001F."""
-    return [w for w in _FIELDS_RE.split(s) if w]
+    return [w for w in re.split(_FIELDS_PATTERN, s) if w]
 
 
 def is_blank(s: str) -> bool:

@@ -14,8 +14,12 @@ tokenizer, see :mod:`results`). Everything else goes to the click CLI.
 from __future__ import annotations
 
 import os
-import signal
 import sys
+
+try:  # the C module behind `signal`, whose enum wrappers cost start-up time
+    from _signal import SIGINT, signal as _set_handler
+except ImportError:  # pragma: no cover
+    from signal import SIGINT, signal as _set_handler
 
 from . import stdio
 
@@ -33,7 +37,7 @@ def _interrupt(signum, frame) -> None:
 
 def main() -> None:
     stdio.install()
-    signal.signal(signal.SIGINT, _interrupt)
+    _set_handler(SIGINT, _interrupt)
     args = sys.argv[1:]
     command = args[0] if args and not args[0].startswith("-") else None
     try:

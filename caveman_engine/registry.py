@@ -8,23 +8,57 @@ refuses the whole manifest.
 
 from __future__ import annotations
 
-import hashlib
-import importlib
-import importlib.util
-import tomllib
-from dataclasses import dataclass
+import sys
 from functools import lru_cache
-from types import ModuleType
 
-from . import jsonio, resources
+from . import resources
+
+# Loaded by what needs them, not by every `compress`: tomllib (only for a registry.toml the
+# reader below does not take), hashlib and jsonio (the manifest), importlib.util (`implemented`).
 
 
-@dataclass(frozen=True)
-class SafetyClass:
+class _Frozen:
+    """Immutable value: ``==``, hash and ``repr`` over ``_fields``, as the frozen dataclasses
+    these were (a dataclass costs start-up time to define)."""
+
+    __slots__ = ()
+    _fields: tuple[str, ...] = ()
+
+    def _init(self, *values) -> None:
+        for name, value in zip(self._fields, values):
+            object.__setattr__(self, name, value)
+
+    def _values(self) -> tuple:
+        return tuple(getattr(self, f) for f in self._fields)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return self._values() == other._values()  # type: ignore[attr-defined]
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{f}={getattr(self, f)!r}" for f in self._fields)
+        return f"{self.__class__.__qualname__}({args})"
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"cannot delete field {name!r}")
+
+
+class SafetyClass(_Frozen):
+    __slots__ = _fields = ("name", "byte_safe", "requires_ccr", "reversible")
     name: str
     byte_safe: bool
     requires_ccr: bool
     reversible: bool
+
+    def __init__(self, name: str, byte_safe: bool, requires_ccr: bool, reversible: bool) -> None:
+        self._init(name, byte_safe, requires_ccr, reversible)
 
 
 SAFETY_CLASSES = {
@@ -40,8 +74,9 @@ class RegistryError(Exception):
     pass
 
 
-@dataclass(frozen=True)
-class Entry:
+class Entry(_Frozen):
+    __slots__ = _fields = ("type", "capability", "safety_class", "segment_kinds", "detected",
+                           "manifest", "description")
     type: str
     capability: str
     safety_class: str
@@ -50,6 +85,12 @@ class Entry:
     manifest: bool
     description: str
 
+    def __init__(self, type: str, capability: str, safety_class: str,  # noqa: A002
+                 segment_kinds: tuple[str, ...], detected: bool, manifest: bool,
+                 description: str) -> None:
+        self._init(type, capability, safety_class, segment_kinds, detected, manifest,
+                   description)
+
     @property
     def module_name(self) -> str:
         return "caveman_engine.compressors." + self.type.replace("-", "_")
@@ -57,11 +98,15 @@ class Entry:
     @property
     def conformance_digest(self) -> str:
         # "caveman.engine.<type>.v1" -> sha256("caveman.engine.<type>:v1")
+        import hashlib
+
         base, _, version = self.capability.rpartition(".")
         return hashlib.sha256(f"{base}:{version}".encode()).hexdigest()
 
     @property
     def implemented(self) -> bool:
+        import importlib.util
+
         try:
             return importlib.util.find_spec(self.module_name) is not None
         except (ImportError, ValueError):
@@ -70,8 +115,13 @@ class Entry:
 
 @lru_cache(maxsize=1)
 def entries() -> tuple[Entry, ...]:
-    with open(resources.registry_path(), "rb") as f:
-        table = tomllib.load(f)
+    with open(resources.registry_location(), "rb") as f:
+        raw = f.read()
+    table = _read_plain_toml(raw)
+    if table is None:
+        import tomllib
+
+        table = tomllib.loads(raw.decode("utf-8"))
     out = []
     for key, row in table.items():
         out.append(
@@ -88,6 +138,80 @@ def entries() -> tuple[Entry, ...]:
     return tuple(out)
 
 
+# The TOML that registry.toml is written in: `[type]` tables of `key = value` lines, values
+# being true, false, "a string" or ["a", "list", "of strings"]; comments and blank lines.
+# Read by hand, which is much cheaper than importing tomllib (and its regular expressions)
+# on every `compress`; anything else in the file -- another kind of value or key, an escape,
+# a comment after a value, CR line ends, a repeated key -- is left to tomllib, so the result
+# (or the error) is always tomllib's.
+_BARE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+
+
+def _read_plain_toml(raw: bytes) -> dict | None:
+    """``tomllib.loads(raw)`` for a file in the plain subset above, else None."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    if "\r" in text or "\x7f" in text:
+        return None
+    out: dict = {}
+    table = None
+    for line in text.split("\n"):
+        s = line.strip(" \t")
+        if not s:
+            continue
+        if s[0] == "#":
+            if not _plain_chars(s):
+                return None
+            continue
+        if s[0] == "[":
+            name = s[1:-1]
+            if s[-1] != "]" or not name or not _BARE.issuperset(name) or name in out:
+                return None
+            table = out[name] = {}
+            continue
+        key, eq, value = s.partition("=")
+        key = key.rstrip(" \t")
+        if (table is None or not eq or not key or not _BARE.issuperset(key)
+                or key in table):
+            return None
+        value = _plain_value(value.lstrip(" \t"))
+        if value is None:
+            return None
+        table[key] = value
+    return out
+
+
+def _plain_chars(s: str) -> bool:
+    """No control character but TAB (TOML allows no other in comments and strings)."""
+    return s.isprintable() or all(c == "\t" or (c >= " " and c != "\x7f") for c in s)
+
+
+def _plain_string(s: str) -> str | None:
+    if len(s) >= 2 and s[0] == '"' and s[-1] == '"':
+        inner = s[1:-1]
+        if '"' not in inner and "\\" not in inner and _plain_chars(inner):
+            return inner
+    return None
+
+
+def _plain_value(s: str):
+    if s == "true":
+        return True
+    if s == "false":
+        return False
+    if s[:1] == '"':
+        return _plain_string(s)
+    if s[:1] == "[" and s[-1:] == "]":
+        inner = s[1:-1].strip(" \t")
+        if not inner:
+            return []
+        items = [_plain_string(part.strip(" \t")) for part in inner.split(",")]
+        return None if None in items else items
+    return None
+
+
 def entry(content_type: str) -> Entry | None:
     for e in entries():
         if e.type == content_type:
@@ -95,13 +219,14 @@ def entry(content_type: str) -> Entry | None:
     return None
 
 
-def compressor(content_type: str) -> tuple[ModuleType, SafetyClass] | None:
+def compressor(content_type: str):
     """The compressor module and its safety class for ``content_type``, or None."""
     e = entry(content_type)
     if e is None:
         return None
     try:
-        module = importlib.import_module(e.module_name)
+        __import__(e.module_name)  # importlib.import_module, without importing importlib
+        module = sys.modules[e.module_name]
     except Exception:
         return None
     if (
@@ -137,6 +262,10 @@ def manifest(*, include_all: bool = False) -> bytes:
     for e in rows:
         if e.safety_class not in SAFETY_CLASSES:
             raise RegistryError("compressors: unknown safety class")
+    import hashlib
+
+    from . import jsonio
+
     caps = sorted((_capability(e) for e in rows), key=lambda c: c["transform_id"].encode())
     caps_json = jsonio.dumps(caps, sort_keys=False)
     digest = hashlib.sha256(caps_json).hexdigest()

@@ -2,20 +2,38 @@
 
 In the repository they live at the top level (``registry.toml``, ``store/``); the wheel carries
 them inside the package (``caveman_engine/registry.toml``, ``caveman_engine/_store/``).
+
+The ``*_location`` functions give plain strings and are what every command's start-up uses;
+the ``pathlib`` versions are kept for callers that want a ``Path``.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
 
-_PKG = Path(__file__).resolve().parent
-
-
-def registry_path() -> Path:
-    shipped = _PKG / "registry.toml"
-    return shipped if shipped.is_file() else _PKG.parent / "registry.toml"
+_PKG = os.path.dirname(os.path.realpath(__file__))
 
 
-def migrations_dir() -> Path:
-    shipped = _PKG / "_store"
-    return shipped if shipped.is_dir() else _PKG.parent / "store"
+def registry_location() -> str:
+    shipped = os.path.join(_PKG, "registry.toml")
+    return shipped if os.path.isfile(shipped) else os.path.join(os.path.dirname(_PKG),
+                                                                "registry.toml")
+
+
+def migrations_location() -> str:
+    shipped = os.path.join(_PKG, "_store")
+    return shipped if os.path.isdir(shipped) else os.path.join(os.path.dirname(_PKG), "store")
+
+
+def registry_path():
+    """:func:`registry_location` as a ``pathlib.Path``."""
+    from pathlib import Path
+
+    return Path(registry_location())
+
+
+def migrations_dir():
+    """:func:`migrations_location` as a ``pathlib.Path``."""
+    from pathlib import Path
+
+    return Path(migrations_location())

@@ -22,25 +22,30 @@ at the cap new writes fail with :class:`BudgetExceeded` and nothing is ever evic
 
 from __future__ import annotations
 
+# Imports are few and cheap: `compress` opens the store on every agent request, and a
+# repeated request (results.py) does little else. hashlib (OpenSSL), pathlib, urllib.parse,
+# dataclasses and regular expressions are loaded only by what needs them.
 import abc
-import hashlib
 import os
-import re
-import sqlite3
 import stat
-import threading
+import sys
 import time
-from contextlib import contextmanager
-from dataclasses import dataclass, field
-from pathlib import Path
-from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
+from _thread import RLock
+
+try:
+    # The C module behind the sqlite3 package, which adds on top of it only DB-API aliases and
+    # date/datetime adapters (no date is ever bound here) and imports datetime to do so.
+    import _sqlite3 as sqlite3
+except ImportError:  # pragma: no cover
+    import sqlite3
 
 from . import resources
 
 DEFAULT_MAX_BYTES = 512 << 20
 MEMORY = ":memory:"
-_INT64 = re.compile(r"[+-]?[0-9]+")
-_HANDLE_OK = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:\-]{0,127}")
+_DIGITS = frozenset("0123456789")
+_HANDLE_FIRST = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+_HANDLE_CHARS = _HANDLE_FIRST | frozenset("_.:-")
 
 
 class StoreError(Exception):
@@ -77,6 +82,8 @@ def mask_url(url: str) -> str:
     """``url`` fit to print: the password (in the authority or as a ``password=`` /
     ``sslpassword=`` parameter) replaced by ``***``; never raises."""
     try:
+        from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
         parts = urlsplit(url)
         netloc = parts.netloc
         if "@" in netloc:
@@ -96,14 +103,44 @@ def mask_url(url: str) -> str:
         return f"{scheme}://***"
 
 
+# Below this size SHA-256 is computed by the interpreter's own module: loading OpenSSL (what
+# hashlib uses) costs more than it saves on small inputs.
+_SMALL_HASH = 256 << 10
+
+
+def sha256(data: bytes = b""):
+    """A SHA-256 hash object (``hashlib.sha256``), started on ``data``."""
+    if len(data) < _SMALL_HASH and "_hashlib" not in sys.modules:
+        try:
+            from _sha256 import sha256 as small
+        except ImportError:
+            pass
+        else:
+            return small(data)
+    import hashlib
+
+    return hashlib.sha256(data)
+
+
 def handle_for(original: bytes) -> str:
     """``ccr_`` + the first 16 bytes of SHA-256(original), lowercase hex."""
-    return "ccr_" + hashlib.sha256(original).digest()[:16].hex()
+    return handle_from_digest(sha256(original).digest())
+
+
+def handle_from_digest(digest: bytes) -> str:
+    """The handle of an original whose SHA-256 is ``digest``."""
+    return "ccr_" + digest[:16].hex()
+
+
+def _handle_ok(name) -> bool:
+    """``[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}``, the whole string."""
+    return (isinstance(name, str) and 0 < len(name) <= 128 and name[0] in _HANDLE_FIRST
+            and _HANDLE_CHARS.issuperset(name))
 
 
 def check_handle(handle: str) -> None:
     """Reject what cannot be a handle or typed-object id before it reaches SQL."""
-    if not isinstance(handle, str) or not _HANDLE_OK.fullmatch(handle):
+    if not _handle_ok(handle):
         raise InvalidHandle()
 
 
@@ -121,7 +158,8 @@ def budget_from_env() -> int:
     raw = os.environ.get("CAVEMAN_CCR_MAX_BYTES", "").strip()
     if not raw:
         return DEFAULT_MAX_BYTES
-    if not _INT64.fullmatch(raw):
+    digits = raw[1:] if raw[0] in "+-" else raw
+    if not digits or not _DIGITS.issuperset(digits):
         raise StoreError("CAVEMAN_CCR_MAX_BYTES must be a positive integer")
     n = int(raw)
     if n <= 0 or n > (1 << 63) - 1:
@@ -153,12 +191,30 @@ def caveman_home() -> str:
     """``CAVEMAN_HOME``, else ``~/.caveman`` (not created here)."""
     home = os.environ.get("CAVEMAN_HOME", "")
     if not home:
-        try:
-            user_home = Path.home()
-        except (RuntimeError, KeyError) as exc:
-            raise StoreError(f"cannot resolve home directory: {exc}") from None
-        home = str(user_home / ".caveman")
+        user_home = os.path.expanduser("~")  # what Path.home() reads
+        if user_home[:1] == "~":
+            raise StoreError("cannot resolve home directory: Could not determine home directory.")
+        home = _pathlib_join(user_home, ".caveman")
     return home
+
+
+def _pathlib_parts(path: str) -> tuple[str, list[str]]:
+    root = "//" if path[:2] == "//" and path[2:3] != "/" else "/" if path[:1] == "/" else ""
+    return root, [p for p in path.split("/") if p and p != "."]
+
+
+def _pathlib_parent(path: str) -> str:
+    """``str(pathlib.PurePosixPath(path).parent)``."""
+    root, parts = _pathlib_parts(path)
+    return (root + "/".join(parts[:-1])) or "."
+
+
+def _pathlib_join(base: str, name: str) -> str:
+    """``str(pathlib.PurePosixPath(base) / name)`` for a plain ``name``: repeated slashes and
+    ``.`` parts of ``base`` dropped, a leading ``//`` kept (pathlib is not imported for it)."""
+    root, parts = _pathlib_parts(base)
+    parts.append(name)
+    return root + "/".join(parts)
 
 
 def _mkdir_all(path: str, mode: int) -> None:
@@ -181,6 +237,18 @@ def _mkdir_all(path: str, mode: int) -> None:
 
 
 # --------------------------------------------------------------------------- file security
+
+
+_URI_SAFE = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-~/")
+
+
+def _quote_path(path: str) -> str:
+    """``urllib.parse.quote(path, safe="/")``: UTF-8 (strict), every byte but ASCII letters,
+    digits and ``_.-~/`` as ``%XX``."""
+    raw = path.encode("utf-8")
+    if _URI_SAFE.issuperset(raw):
+        return path
+    return "".join(chr(b) if b in _URI_SAFE else f"%{b:02X}" for b in raw)
 
 
 def _secure_parent(path: str) -> str:
@@ -241,6 +309,65 @@ def _secure_file(path: str, *, create: bool) -> None:
         raise StoreError(f'{label} "{path}": {exc.strerror or exc}') from None
 
 
+def _create_complete(path: str) -> None:
+    """A new store file at ``path`` -- every migration applied, in WAL mode -- unless there is
+    something at ``path`` already.
+
+    SQLite making a new database in place syncs the disk some eight times before the first
+    original is stored (a rollback journal for the switch to WAL, then a new WAL and its
+    directory), a cost every first ``compress`` in a new home paid. Here the database is built
+    in a private temporary file beside it (created exclusively, 0600) without syncing -- no
+    one else can see it -- synced once, then hard-linked into place: a link never replaces
+    anything, so a store another process made meanwhile is the one used. (The directory entry
+    is made durable by SQLite, which syncs the directory when it creates the WAL for the first
+    write; until then the store holds nothing to lose.) Best effort: on any
+    failure (no hard links here, a full disk, ...) nothing is left behind and the caller
+    creates the file the usual way, with the usual errors. Our descriptor of the file is
+    closed before SQLite opens it under its real name (closing a descriptor drops this
+    process's POSIX locks on the file, SQLite's included)."""
+    try:
+        os.lstat(path)
+        return
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return
+    parent, name = os.path.split(path)
+    tmp = os.path.join(parent, f".{name}.{os.getpid()}.{os.urandom(6).hex()}.new")
+    flags = (os.O_CREAT | os.O_EXCL | os.O_RDWR | getattr(os, "O_NOFOLLOW", 0)
+             | getattr(os, "O_CLOEXEC", 0))
+    try:
+        fd = os.open(tmp, flags, 0o600)
+    except OSError:
+        return
+    try:
+        os.fchmod(fd, 0o600)
+        conn = sqlite3.connect("file:" + _quote_path(tmp), uri=True, isolation_level=None)
+        try:
+            conn.execute("PRAGMA journal_mode=OFF").fetchall()
+            conn.execute("PRAGMA synchronous=OFF").fetchall()
+            version = 0
+            for number, _name, sql in _migrations():
+                for stmt in _statements(sql):
+                    conn.execute(stmt)
+                version = number
+            conn.execute(f"PRAGMA user_version={int(version)}").fetchall()
+            if conn.execute("PRAGMA journal_mode=WAL").fetchone()[0] != "wal":
+                return
+        finally:
+            conn.close()
+        (getattr(os, "fdatasync", None) or os.fsync)(fd)
+        os.link(tmp, path)  # FileExistsError: another process made the store first
+    except (OSError, sqlite3.Error, UnicodeError, ValueError):
+        pass
+    finally:
+        os.close(fd)
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+
+
 def _secure_all(canonical: str) -> None:
     """The database file and its -wal/-shm sidecars: run before SQLite opens the file (so the
     file is created 0600) and again after (sidecars SQLite created)."""
@@ -282,11 +409,34 @@ def retry_busy(fn, *, budget: float = 5.0, attempts: int = 40, sleep=time.sleep,
 # --------------------------------------------------------------------------- the store
 
 
-@dataclass
-class Bucket:
-    count: int = 0
-    tokens_before: int = 0
-    tokens_after: int = 0
+class _Record:
+    """What ``@dataclass`` gave these classes -- ``==`` and ``repr`` over the fields named in
+    ``_fields``, in order, and no hash -- without its import and per-class cost at start-up
+    (every ``compress`` imports this module). Each class writes its ``__init__`` out."""
+
+    _fields: tuple[str, ...] = ()
+    __hash__ = None  # type: ignore[assignment]
+
+    def _values(self) -> tuple:
+        return tuple(getattr(self, f) for f in self._fields)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return self._values() == other._values()  # type: ignore[attr-defined]
+        return NotImplemented
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{f}={getattr(self, f)!r}" for f in self._fields)
+        return f"{self.__class__.__qualname__}({args})"
+
+
+class Bucket(_Record):
+    _fields = ("count", "tokens_before", "tokens_after")
+
+    def __init__(self, count: int = 0, tokens_before: int = 0, tokens_after: int = 0) -> None:
+        self.count = count
+        self.tokens_before = tokens_before
+        self.tokens_after = tokens_after
 
     @property
     def ratio(self) -> float:
@@ -295,12 +445,15 @@ class Bucket:
         return (self.tokens_before - self.tokens_after) / self.tokens_before
 
 
-@dataclass
-class Summary:
-    totals: Bucket
-    by_content_type: dict[str, Bucket] = field(default_factory=dict)
-    storage_bytes: int = 0
-    max_storage_bytes: int = 0
+class Summary(_Record):
+    _fields = ("totals", "by_content_type", "storage_bytes", "max_storage_bytes")
+
+    def __init__(self, totals: Bucket, by_content_type: dict[str, Bucket] | None = None,
+                 storage_bytes: int = 0, max_storage_bytes: int = 0) -> None:
+        self.totals = totals
+        self.by_content_type = {} if by_content_type is None else by_content_type
+        self.storage_bytes = storage_bytes
+        self.max_storage_bytes = max_storage_bytes
 
     @property
     def storage_full(self) -> bool:
@@ -328,10 +481,28 @@ class Summary:
         return jsonio.dumps(doc, sort_keys=False, indent=True)
 
 
-def _migrations() -> list[tuple[int, str, str]]:
+def _migration_files() -> list[tuple[int, str, str]]:
+    """``(number, name, path)`` of each ``NNNN_*.sql`` file of the store's migrations, in
+    order: what ``glob("[0-9][0-9][0-9][0-9]_*.sql")`` finds, without reading any."""
+    where = resources.migrations_location()
+    try:
+        names = os.listdir(where)
+    except OSError:
+        return []
     out = []
-    for p in sorted(resources.migrations_dir().glob("[0-9][0-9][0-9][0-9]_*.sql")):
-        out.append((int(p.name[:4]), p.stem, p.read_text(encoding="utf-8")))
+    for name in sorted(names):
+        if (len(name) >= 9 and name[4] == "_" and name.endswith(".sql")
+                and _DIGITS.issuperset(name[:4])):
+            out.append((int(name[:4]), name[:-4], os.path.join(where, name)))
+    return out
+
+
+def _migrations() -> list[tuple[int, str, str]]:
+    """``(number, name, SQL)`` of each migration, in order."""
+    out = []
+    for number, name, path in _migration_files():
+        with open(path, encoding="utf-8") as f:
+            out.append((number, name, f.read()))
     return out
 
 
@@ -394,10 +565,12 @@ class StoreBase(abc.ABC):
     def disk_usage(self) -> dict[str, int]:
         """Bytes the store takes where it lives (SQLite: file, -wal, -shm)."""
 
-    def cache_dir(self) -> Path | None:
-        """Where local caches (the tokenizer's rank cache) may live: beside a SQLite file;
-        for an in-memory store the Caveman home directory if it exists, else None. (The
-        PostgreSQL store uses the Caveman home, creating it 0700.)"""
+    def cache_dir(self):
+        """Where local caches (the tokenizer's rank cache) may live, a ``pathlib.Path``:
+        beside a SQLite file; for an in-memory store the Caveman home directory if it exists,
+        else None. (The PostgreSQL store uses the Caveman home, creating it 0700.)"""
+        from pathlib import Path
+
         if self.path != MEMORY:
             return Path(self.path).parent
         try:
@@ -405,6 +578,20 @@ class StoreBase(abc.ABC):
         except StoreError:
             return None
         return Path(home) if os.path.isdir(home) else None
+
+    def cache_location(self) -> str | None:
+        """:meth:`cache_dir` as a string; for a SQLite file without importing pathlib."""
+        if self.path != MEMORY and type(self).cache_dir is StoreBase.cache_dir:
+            return _pathlib_parent(self.path)
+        found = self.cache_dir()
+        return None if found is None else os.fspath(found)
+
+    def holds(self, original: bytes, *, handle: str, content_type: str, compressor: str,
+              tokens_before: int, tokens_after: int, metadata: bytes | None = None) -> bool:
+        """Whether ``put`` of these arguments would find them all stored under ``handle``
+        (``handle_for(original)``, which the caller has) and so write nothing. A read only;
+        False when unsure (then ``put`` decides)."""
+        return False
 
     def retrieve(self, handle: str) -> bytes:
         """Engine-level lookup (ccr_spec §9.2): blob or ``ccr_obj_`` id, then any typed id."""
@@ -448,7 +635,7 @@ class Store(StoreBase):
         elif max_bytes <= 0:
             raise StoreError("ccr max storage bytes must be positive")
         self.max_bytes = max_bytes
-        self._lock = threading.RLock()
+        self._lock = RLock()
         if path == MEMORY:
             self.path = MEMORY
             uri = "file::memory:"
@@ -456,8 +643,9 @@ class Store(StoreBase):
             if not path.strip():
                 raise StoreError("ccr sqlite path is required")
             self.path = _secure_parent(path)
+            _create_complete(self.path)
             _secure_all(self.path)
-            uri = "file:" + quote(self.path, safe="/")
+            uri = "file:" + _quote_path(self.path)
         try:
             self._conn = sqlite3.connect(
                 uri, uri=True, isolation_level=None, check_same_thread=False, timeout=5.0
@@ -488,10 +676,11 @@ class Store(StoreBase):
 
     def _migrate_once(self) -> None:
         c = self._conn
-        migrations = _migrations()
-        latest = migrations[-1][0] if migrations else 0
+        files = _migration_files()
+        latest = files[-1][0] if files else 0
         if c.execute("PRAGMA user_version").fetchone()[0] >= latest:
             return
+        migrations = _migrations()
         c.execute("BEGIN IMMEDIATE")
         try:
             version = c.execute("PRAGMA user_version").fetchone()[0]
@@ -599,38 +788,33 @@ class Store(StoreBase):
                 )
         return handle
 
-    @contextmanager
-    def _write(self, what: str):
+    def holds(self, original: bytes, *, handle: str, content_type: str, compressor: str,
+              tokens_before: int, tokens_after: int, metadata: bytes | None = None) -> bool:
+        """:meth:`StoreBase.holds`: the comparison ``put`` makes before it writes (one
+        SELECT, no write transaction)."""
+        meta = metadata if metadata else None
+        with self._lock:
+            try:  # the original compared where it lies (SQLite compares BLOBs bytewise)
+                row = self._conn.execute(
+                    "SELECT content_type, compressor, tokens_before, tokens_after,"
+                    " typeof(original) = 'blob' AND original = ?, metadata FROM recoveries"
+                    " WHERE handle = ?",
+                    (original, handle),
+                ).fetchone()
+            except sqlite3.Error:
+                return False
+        return row is not None and row[:5] == (
+            content_type, compressor, tokens_before, tokens_after, 1
+        ) and (row[5] or None) == meta
+
+    def _write(self, what: str) -> _Transaction:
         """One write transaction (BEGIN IMMEDIATE, so the budget check and the write are
         atomic across processes); SQLite's "full" becomes :class:`BudgetExceeded`, other
         SQLite errors a one-line :class:`StoreError` prefixed with ``what``."""
-        with self._transaction(what, write=True) as c:
-            yield c
+        return _Transaction(self, what, True)
 
-    @contextmanager
-    def _transaction(self, what: str, *, write: bool):
-        with self._lock:
-            c = self._conn
-            try:
-                if write:
-                    c.execute("BEGIN IMMEDIATE")
-                else:
-                    c.execute("BEGIN")
-                yield c
-                c.execute("COMMIT")
-            except BaseException as exc:
-                if c.in_transaction:
-                    try:
-                        c.execute("ROLLBACK")
-                    except sqlite3.Error:
-                        pass
-                if isinstance(exc, sqlite3.Error):
-                    text = str(exc).lower()
-                    if write and ("database or disk is full" in text
-                                           or "sqlite_full" in text):
-                        raise BudgetExceeded() from None
-                    raise StoreError(f"{what}: {exc}") from None
-                raise
+    def _transaction(self, what: str, *, write: bool) -> _Transaction:
+        return _Transaction(self, what, write)
 
     # -- reads
 
@@ -734,11 +918,9 @@ class Store(StoreBase):
     # -- management (``caveman-engine store``). Each is a plain SELECT or DELETE by key; what
     # to keep or drop is decided in Python by a :class:`Selection`, the same for any backend.
 
-    @contextmanager
-    def _read(self, what: str):
+    def _read(self, what: str) -> _Transaction:
         """One read transaction: every SELECT inside sees the same snapshot."""
-        with self._transaction(what, write=False) as c:
-            yield c
+        return _Transaction(self, what, False)
 
     def _list(self, c) -> list[Entry]:
         """Every stored original without its bytes: blobs, then typed objects."""
@@ -846,6 +1028,68 @@ class Store(StoreBase):
                 raise StoreError(f"ccr vacuum: {exc}") from None
 
 
+class _Transaction:
+    """``with store._write(what) as c`` / ``store._read(what)``: the store's lock held, BEGIN
+    (IMMEDIATE for a write) ... COMMIT; on any failure ROLLBACK, and a SQLite error becomes
+    one line: :class:`BudgetExceeded` for a full database on a write, else
+    :class:`StoreError` prefixed with ``what``. (A class rather than a generator with
+    ``contextlib``, which this module does not import.)"""
+
+    __slots__ = ("_store", "_what", "_write", "_conn")
+
+    def __init__(self, store: Store, what: str, write: bool) -> None:
+        self._store = store
+        self._what = what
+        self._write = write
+
+    def __enter__(self):
+        lock = self._store._lock
+        lock.acquire()
+        try:
+            c = self._conn = self._store._conn
+            try:
+                if self._write:
+                    c.execute("BEGIN IMMEDIATE")
+                else:
+                    c.execute("BEGIN")
+            except BaseException as exc:
+                self._abandon(exc)
+                raise
+        except BaseException:
+            lock.release()
+            raise
+        return c
+
+    def __exit__(self, typ, exc, tb) -> bool:
+        try:
+            if exc is None:
+                try:
+                    self._conn.execute("COMMIT")
+                except BaseException as failure:
+                    self._abandon(failure)
+                    raise
+            else:
+                self._abandon(exc)
+            return False
+        finally:
+            self._store._lock.release()
+
+    def _abandon(self, exc: BaseException) -> None:
+        """Roll back; raise the one-line error for a SQLite error (else return, and the
+        caller lets ``exc`` go on)."""
+        c = self._conn
+        if c.in_transaction:
+            try:
+                c.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
+        if isinstance(exc, sqlite3.Error):
+            text = str(exc).lower()
+            if self._write and ("database or disk is full" in text or "sqlite_full" in text):
+                raise BudgetExceeded() from None
+            raise StoreError(f"{self._what}: {exc}") from None
+
+
 def run_statement(conn, stmt: str):
     """One statement of a migration file shipped in ``store/`` (or ``store/pg/``): the only
     SQL any backend runs that is not a literal in the code."""
@@ -880,8 +1124,9 @@ def open_store(path: str | None = None, *, pooled: bool | None = None) -> StoreB
 # --------------------------------------------------------------------------- management
 
 
-_TIME = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})[Tt ]([0-9]{2}):([0-9]{2}):([0-9]{2})"
-                   r"(?:\.([0-9]{1,9})[0-9]*)?([Zz]|[+-][0-9]{2}:[0-9]{2})")
+_TIME_PATTERN = (r"([0-9]{4})-([0-9]{2})-([0-9]{2})[Tt ]([0-9]{2}):([0-9]{2}):([0-9]{2})"
+                 r"(?:\.([0-9]{1,9})[0-9]*)?([Zz]|[+-][0-9]{2}:[0-9]{2})")
+_time_re = None
 
 
 def parse_time(text: str) -> int | None:
@@ -890,7 +1135,12 @@ def parse_time(text: str) -> int | None:
     (``…:00.5Z`` < ``…:00Z``), so ages are compared on this, never on the text."""
     import datetime
 
-    m = _TIME.fullmatch(text.strip()) if isinstance(text, str) else None
+    global _time_re
+    if _time_re is None:
+        import re
+
+        _time_re = re.compile(_TIME_PATTERN)
+    m = _time_re.fullmatch(text.strip()) if isinstance(text, str) else None
     if m is None:
         return None
     y, mo, d, h, mi, s = (int(g) for g in m.groups()[:6])
@@ -906,32 +1156,51 @@ def parse_time(text: str) -> int | None:
     return (int(when.timestamp()) + (s - min(s, 59)) - offset) * 1_000_000_000 + frac
 
 
-@dataclass
-class Entry:
+class Entry(_Record):
     """One stored original, without its bytes. ``content_type`` is a typed object's
-    ``object_type``; ``kept_bytes`` is what it counts against the budget."""
+    ``object_type``; ``kept_bytes`` is what it counts against the budget. ``kind`` is "blob"
+    (recoveries) or "object" (typed_objects); ``key`` its handle or object id."""
 
-    kind: str  # "blob" (recoveries) or "object" (typed_objects)
-    key: str  # handle or object id
-    content_type: str
-    created_at: str
-    size: int
-    kept_bytes: int
-    compressor: str | None = None
-    tokens_before: int | None = None
-    tokens_after: int | None = None
-    metadata_size: int = 0
-    object_fields: dict | None = None
+    _fields = ("kind", "key", "content_type", "created_at", "size", "kept_bytes", "compressor",
+               "tokens_before", "tokens_after", "metadata_size", "object_fields")
+
+    def __init__(self, kind: str, key: str, content_type: str, created_at: str, size: int,
+                 kept_bytes: int, compressor: str | None = None,
+                 tokens_before: int | None = None, tokens_after: int | None = None,
+                 metadata_size: int = 0, object_fields: dict | None = None) -> None:
+        self.kind = kind
+        self.key = key
+        self.content_type = content_type
+        self.created_at = created_at
+        self.size = size
+        self.kept_bytes = kept_bytes
+        self.compressor = compressor
+        self.tokens_before = tokens_before
+        self.tokens_after = tokens_after
+        self.metadata_size = metadata_size
+        self.object_fields = object_fields
 
 
-@dataclass(frozen=True)
-class Selection:
+class Selection(_Record):
     """Which originals a purge or an export applies to: those of one of ``types`` (any type
     when empty) created before ``created_before_ns`` (any time when None). A ``created_at``
-    that cannot be read never counts as old."""
+    that cannot be read never counts as old. Immutable and hashable."""
 
-    types: frozenset = frozenset()
-    created_before_ns: int | None = None
+    _fields = ("types", "created_before_ns")
+
+    def __init__(self, types: frozenset = frozenset(), created_before_ns: int | None = None
+                 ) -> None:
+        object.__setattr__(self, "types", types)
+        object.__setattr__(self, "created_before_ns", created_before_ns)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"cannot delete field {name!r}")
+
+    def __hash__(self) -> int:
+        return hash(self._values())
 
     @property
     def everything(self) -> bool:
@@ -947,10 +1216,12 @@ class Selection:
         return True
 
 
-@dataclass
-class TypeCount:
-    count: int = 0
-    bytes: int = 0
+class TypeCount(_Record):
+    _fields = ("count", "bytes")
+
+    def __init__(self, count: int = 0, bytes: int = 0) -> None:  # noqa: A002
+        self.count = count
+        self.bytes = bytes
 
 
 def _by_type(entries) -> dict[str, TypeCount]:
@@ -962,17 +1233,22 @@ def _by_type(entries) -> dict[str, TypeCount]:
     return dict(sorted(out.items()))
 
 
-@dataclass
-class StoreInfo:
-    path: str
-    schema_version: int
-    kept_bytes: int
-    max_bytes: int
-    blobs: dict[str, TypeCount]
-    objects: dict[str, TypeCount]
-    oldest: str | None
-    newest: str | None
-    undated: int
+class StoreInfo(_Record):
+    _fields = ("path", "schema_version", "kept_bytes", "max_bytes", "blobs", "objects",
+               "oldest", "newest", "undated")
+
+    def __init__(self, path: str, schema_version: int, kept_bytes: int, max_bytes: int,
+                 blobs: dict[str, TypeCount], objects: dict[str, TypeCount],
+                 oldest: str | None, newest: str | None, undated: int) -> None:
+        self.path = path
+        self.schema_version = schema_version
+        self.kept_bytes = kept_bytes
+        self.max_bytes = max_bytes
+        self.blobs = blobs
+        self.objects = objects
+        self.oldest = oldest
+        self.newest = newest
+        self.undated = undated
 
     @classmethod
     def build(cls, path, entries, kept, max_bytes, version) -> StoreInfo:
@@ -990,13 +1266,16 @@ class StoreInfo:
             t.count for t in self.objects.values())
 
 
-@dataclass
-class PurgeResult:
-    path: str
-    entries: list[Entry]
-    kept_before: int
-    kept_after: int
-    dry_run: bool
+class PurgeResult(_Record):
+    _fields = ("path", "entries", "kept_before", "kept_after", "dry_run")
+
+    def __init__(self, path: str, entries: list[Entry], kept_before: int, kept_after: int,
+                 dry_run: bool) -> None:
+        self.path = path
+        self.entries = entries
+        self.kept_before = kept_before
+        self.kept_after = kept_after
+        self.dry_run = dry_run
 
     @property
     def count(self) -> int:
@@ -1040,14 +1319,17 @@ class ExportError(StoreError):
     """An export refused (before writing anything) or failed."""
 
 
-@dataclass
-class ExportResult:
-    dest: str
-    archive: bool
-    count: int = 0
-    bytes: int = 0
-    mismatched: list[str] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)
+class ExportResult(_Record):
+    _fields = ("dest", "archive", "count", "bytes", "mismatched", "skipped")
+
+    def __init__(self, dest: str, archive: bool, count: int = 0, bytes: int = 0,  # noqa: A002
+                 mismatched: list[str] | None = None, skipped: list[str] | None = None) -> None:
+        self.dest = dest
+        self.archive = archive
+        self.count = count
+        self.bytes = bytes
+        self.mismatched = [] if mismatched is None else mismatched
+        self.skipped = [] if skipped is None else skipped
 
 
 MANIFEST = "manifest.jsonl"
@@ -1064,8 +1346,8 @@ def _file_names(entries: list[Entry]) -> list[tuple[str, str | None]]:
     out = []
     for e in entries:
         name = e.key
-        if not _HANDLE_OK.fullmatch(name) or name.endswith(".metadata") or name in used:
-            name = "obj_" + hashlib.sha256(e.key.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+        if not _handle_ok(name) or name.endswith(".metadata") or name in used:
+            name = "obj_" + sha256(e.key.encode("utf-8", "surrogatepass")).hexdigest()[:32]
         used.add(name)
         meta = None
         if e.metadata_size:
@@ -1121,7 +1403,7 @@ def _originals(store, entries, names, result, warn):
             warn(f"export: {e.key} was deleted while exporting; skipped")
             continue
         meta = store.read_metadata(e) if meta_name else None
-        digest = hashlib.sha256(data).hexdigest()
+        digest = sha256(data).hexdigest()
         ok = _hash_matches(e, data, digest)
         if not ok:
             result.mismatched.append(e.key)
@@ -1310,11 +1592,11 @@ def typed_object_identity(data: bytes, object_type: str, session_id: str, source
         raise StoreError(f'ccr: unknown object type "{object_type}"')
     if not session_id.strip():
         raise StoreError("ccr: typed object session_id is required")
-    content_hash = "sha256:" + hashlib.sha256(data).hexdigest()
+    content_hash = "sha256:" + sha256(data).hexdigest()
     if not object_id:
         identity = "\x00".join(
             [object_type, session_id, source, repository_state, content_hash]).encode()
-        object_id = "ccr_obj_" + hashlib.sha256(identity).digest()[:16].hex()
+        object_id = "ccr_obj_" + sha256(identity).digest()[:16].hex()
     check_handle(object_id)
     deps = json.dumps(dependencies, separators=(",", ":")) if dependencies else "null"
     return object_id, content_hash, deps

@@ -64,22 +64,43 @@ import re
 _ASCII_SPACE = b"\t\n\v\f\r "
 # Every Go unicode.IsSpace rune as a UTF-8 byte pattern.
 _SPACE_RE = rb"(?:[\t\n\v\f\r ]|\xc2[\x85\xa0]|\xe1\x9a\x80|\xe2\x80[\x80-\x8a\xa8\xa9\xaf]|\xe2\x81\x9f|\xe3\x80\x80)"
-_LEADING_SPACE = re.compile(_SPACE_RE + b"*")
 # The same set with each encoding reversed, matched on the reversed bytes.
-_TRAILING_SPACE_REV = re.compile(
-    rb"(?:[\t\n\v\f\r ]|[\x85\xa0]\xc2|\x80\x9a\xe1|[\x80-\x8a\xa8\xa9\xaf]\x80\xe2|\x9f\x81\xe2|\x80\x80\xe3)*"
-)
-# Last byte of every whitespace encoding: a quick "nothing to trim" test.
+_SPACE_REV_RE = rb"(?:[\t\n\v\f\r ]|[\x85\xa0]\xc2|\x80\x9a\xe1|[\x80-\x8a\xa8\xa9\xaf]\x80\xe2|\x9f\x81\xe2|\x80\x80\xe3)*"
+# First and last byte of every whitespace encoding: quick "nothing to trim" tests, so that
+# most inputs never need the patterns (compiled on first use: every command imports this
+# module through the wrappers, and start-up time counts).
+_SPACE_FIRST_BYTES = frozenset(_ASCII_SPACE + b"\xc2\xe1\xe2\xe3")
 _SPACE_LAST_BYTES = frozenset(_ASCII_SPACE + b"\x85\xa0\x80\x81\x82\x83\x84\x86\x87\x88\x89\x8a\xa8\xa9\xaf\x9f")
+_leading_space: re.Pattern | None = None
+_trailing_space_rev: re.Pattern | None = None
+
+
+def _leading_space_re() -> re.Pattern:
+    global _leading_space
+    if _leading_space is None:
+        _leading_space = re.compile(_SPACE_RE + b"*")
+    return _leading_space
+
+
+def _leading_end(data: bytes, lo: int, hi: int) -> int:
+    """Where the run of Go whitespace starting at ``lo`` ends (before ``hi``)."""
+    if lo >= hi or data[lo] not in _SPACE_FIRST_BYTES:
+        return lo
+    return _leading_space_re().match(data, lo, hi).end()
 
 
 def trim_span(data: bytes, lo: int = 0, hi: int | None = None) -> tuple[int, int]:
     """The span of ``data[lo:hi]`` left by Go's ``strings.TrimSpace`` (byte offsets)."""
     if hi is None:
         hi = len(data)
-    lo = _LEADING_SPACE.match(data, lo, hi).end()
+    lo = _leading_end(data, lo, hi)
     if lo >= hi or data[hi - 1] not in _SPACE_LAST_BYTES:
         return lo, hi
+    if data[hi - 1] == 0x0A and hi - 1 > lo and data[hi - 2] not in _SPACE_LAST_BYTES:
+        return lo, hi - 1  # one final newline, the usual case
+    global _trailing_space_rev
+    if _trailing_space_rev is None:
+        _trailing_space_rev = re.compile(_SPACE_REV_RE)
     # Go's DecodeLastRune stops at a lead byte, so matching whole encodings backwards (on the
     # reversed bytes) is exact. Look at a growing tail window: the match is final once it stops
     # at least 3 bytes (one whole encoding) before the window's edge, or covers everything.
@@ -87,7 +108,7 @@ def trim_span(data: bytes, lo: int = 0, hi: int | None = None) -> tuple[int, int
     while True:
         a = max(lo, hi - size)
         rev = data[a:hi][::-1]
-        n = _TRAILING_SPACE_REV.match(rev).end()
+        n = _trailing_space_rev.match(rev).end()
         if a == lo or n < len(rev) - 3:
             return lo, hi - n
         size *= 4
@@ -103,7 +124,7 @@ def trim(data: bytes) -> bytes:
 
 def is_blank(data: bytes) -> bool:
     """True when ``data`` is empty or only Go whitespace."""
-    return _LEADING_SPACE.match(data).end() == len(data)
+    return _leading_end(data, 0, len(data)) == len(data)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -185,7 +206,7 @@ class Table(_Value):
 # ---------------------------------------------------------------------------------------------
 # Markdown
 
-_SEPARATOR_CELL = re.compile(rb":?-{3,}:?\Z")
+_SEPARATOR_CELL = rb":?-{3,}:?\Z"
 
 
 def parse_markdown(data: bytes) -> Table | None:
@@ -209,7 +230,7 @@ def parse_markdown(data: bytes) -> Table | None:
                 return None
         elif len(fields) != width:
             return None
-        if len(rows) == 1 and not all(_SEPARATOR_CELL.match(c) for c in fields):
+        if len(rows) == 1 and not all(re.match(_SEPARATOR_CELL, c) for c in fields):
             return None
         rows.append(Row(fields, pos, end))
         if nl < 0:
@@ -499,7 +520,7 @@ def _field_needs_quotes(field: bytes, delim: int) -> bool:
         return True
     if delim in field or b'"' in field or b"\r" in field or b"\n" in field:
         return True
-    return _LEADING_SPACE.match(field).end() > 0
+    return _leading_end(field, 0, len(field)) > 0
 
 
 def write_csv_record(fields: list[bytes] | tuple[bytes, ...], delimiter: bytes, crlf: bool = False) -> bytes:

@@ -8,7 +8,6 @@ passes through untouched. "Blank"/"whitespace" always means Go's ``unicode.IsSpa
 
 from __future__ import annotations
 
-import bisect
 import re
 
 from .tables import _Value, is_blank, trim_span
@@ -73,8 +72,9 @@ def rewrap(out: bytes, layers: list[Wrapper]) -> bytes:
 # ---------------------------------------------------------------------------------------------
 # Line-number gutter
 
-# optional spaces, 1-12 ASCII digits, then TAB, " | ", ": " or the end of the line
-_GUTTER = re.compile(rb" *([0-9]{1,12})(?:\t| \| |: |\Z)")
+# optional spaces, 1-12 ASCII digits, then TAB, " | ", ": " or the end of the line. The
+# patterns here are compiled on first use: every compress unwraps, few inputs are wrapped.
+_GUTTER = rb" *([0-9]{1,12})(?:\t| \| |: |\Z)"
 
 
 def _split_lines(data: bytes) -> tuple[list[bytes], bool]:
@@ -88,9 +88,7 @@ def _split_lines(data: bytes) -> tuple[list[bytes], bool]:
 # whitespace-only line (group 1 empty), then the line's source text (group 2; empty for a
 # blank line).
 _GO_SPACE_NO_LF = rb"(?:[\t\v\f\r ]|\xc2[\x85\xa0]|\xe1\x9a\x80|\xe2\x80[\x80-\x8a\xa8\xa9\xaf]|\xe2\x81\x9f|\xe3\x80\x80)"
-_LISTING_LINE = re.compile(
-    rb"^(?: *([0-9]{1,12})(?:\t| \| |: |$)|%s*$)([^\n]*)" % _GO_SPACE_NO_LF, re.M
-)
+_LISTING_LINE = rb"^(?: *([0-9]{1,12})(?:\t| \| |: |$)|%s*$)([^\n]*)" % _GO_SPACE_NO_LF
 
 
 def _unwrap_gutter(data: bytes) -> tuple[bytes, Wrapper] | None:
@@ -98,14 +96,16 @@ def _unwrap_gutter(data: bytes) -> tuple[bytes, Wrapper] | None:
     if data.count(b"\n") < MIN_GUTTER_LINES - 1:
         return None
     first = data[: data.find(b"\n")]
-    if not _GUTTER.match(first) and not is_blank(first):
+    head = first[:64].lstrip(b" ")  # a digit after the spaces, or the pattern cannot match
+    maybe = head[:1].isdigit() if head else True
+    if not (maybe and re.match(_GUTTER, first)) and not is_blank(first):
         return None
     trailing = data.endswith(b"\n")
     body = data[:-1] if trailing else data
     lines = body.count(b"\n") + 1
     if lines < MIN_GUTTER_LINES:
         return None
-    found = _LISTING_LINE.findall(body)  # at most one match per line, each at its start
+    found = re.findall(_LISTING_LINE, body, re.M)  # at most one match per line, each at its start
     if len(found) != lines:
         return None  # some line is neither numbered nor blank
     numbered = [int(n) for n, _ in found if n]
@@ -133,6 +133,8 @@ def _rewrap_gutter(out: bytes, layer: Wrapper) -> bytes | None:
     source line at/after the cursor takes that line's number and moves the cursor past it;
     other lines (markers, blank lines) take the number at the cursor (the last number once the
     cursor is past the end). None when fewer than half the non-blank lines were traced."""
+    from bisect import bisect_left
+
     src_lines, _ = _split_lines(layer.source)
     numbers = layer.numbers
     if not numbers or len(src_lines) != len(numbers):
@@ -152,7 +154,7 @@ def _rewrap_gutter(out: bytes, layer: Wrapper) -> bytes | None:
             nonblank += 1
             found = positions.get(line)
             if found:
-                k = bisect.bisect_left(found, cursor)
+                k = bisect_left(found, cursor)
                 if k < len(found):
                     j = found[k]
                     n = numbers[j]
@@ -169,7 +171,11 @@ def _rewrap_gutter(out: bytes, layer: Wrapper) -> bytes | None:
 
 _OPEN = b"<file"
 _CLOSE = b"</file>"
-_TAG_SCAN = re.compile(rb"[>\"']")
+_TAG_SCAN = rb"[>\"']"
+
+
+def _tag_scan() -> re.Pattern:
+    return re.compile(_TAG_SCAN)  # cached by re after the first call
 
 
 def _unwrap_file(data: bytes) -> tuple[bytes, Wrapper] | None:
@@ -183,8 +189,9 @@ def _unwrap_file(data: bytes) -> tuple[bytes, Wrapper] | None:
     close = hi - len(_CLOSE)
     # The opening tag's ">" from byte 5, skipping quoted attribute values.
     i = lo + 5
+    scan = _tag_scan()
     while True:
-        m = _TAG_SCAN.search(data, i, hi)
+        m = scan.search(data, i, hi)
         if m is None:
             return None
         c = data[m.start()]

@@ -50,7 +50,8 @@ def run_cli(*args: str, data: bytes = b"", env: dict, umask: int | None = None):
 # --------------------------------------------------------------------------- private from creation
 
 
-STRACE_CALLS = "open,openat,creat,mkdir,mkdirat,chmod,fchmod,fchmodat,rename,renameat,renameat2"
+STRACE_CALLS = ("open,openat,creat,mkdir,mkdirat,chmod,fchmod,fchmodat,rename,renameat,renameat2,"
+                "link,linkat")
 _SYSCALL = re.compile(r'^\d+\s+(\w+)\((?:AT_FDCWD, )?"([^"]*)"(.*)\)\s+=\s+(-?\d+)')
 
 
@@ -60,7 +61,8 @@ def test_every_file_and_directory_is_created_private_under_umask_000(tmp_path):
     created 0700 and every file (database, journal, -wal, -shm, rank cache) is created
     with no group/other bits in the creating syscall itself — there is no window in which
     another user could open them. (A file that already exists is not created again; the
-    database is made by an exclusive 0600 create before SQLite opens it.)"""
+    database is made by an exclusive 0600 create before SQLite opens it -- of a temporary
+    file, built complete and hard-linked into place: the link gives the same file a name.)"""
     home = tmp_path / "h" / "x" / ".caveman"
     trace = tmp_path / "trace.txt"
     env = {"CAVEMAN_HOME": str(home), "CAVEMAN_CACHE_DIR": ""}
@@ -80,6 +82,10 @@ def test_every_file_and_directory_is_created_private_under_umask_000(tmp_path):
         if not m or not m.group(2).startswith(str(tmp_path / "h")):
             continue
         call, path, rest, rc = m.groups()
+        if call in ("link", "linkat") and rc == "0":
+            assert path in created_files, line  # only a file this run created is linked
+            created_files.append(re.search(r'"([^"]*)"', rest).group(1))
+            continue
         if call in ("mkdir", "mkdirat") and rc == "0":
             created_dirs.append(path)
             assert rest.strip(", ") == "0700", line

@@ -21,7 +21,6 @@ registry imports it only when that type is used.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 
 STRICT_ENV = "CAVEMAN_STRICT"
 
@@ -39,9 +38,42 @@ class CompressorCrash(RuntimeError):
         super().__init__(f"the {content_type} compressor raised {type(exc).__name__}: {exc}")
 
 
-@dataclass(frozen=True, slots=True)
 class Compressed:
+    """What a compressor returns when it has more to say than bytes. Immutable, with the
+    ``==``, hash and ``repr`` of the frozen dataclass it was (a plain class: defining a
+    dataclass costs start-up time)."""
+
+    __slots__ = ("data", "method", "lossless_to_model", "metadata")
     data: bytes
-    method: str | None = None
-    lossless_to_model: bool | None = None
-    metadata: bytes | None = None
+    method: str | None
+    lossless_to_model: bool | None
+    metadata: bytes | None
+
+    def __init__(self, data: bytes, method: str | None = None,
+                 lossless_to_model: bool | None = None, metadata: bytes | None = None) -> None:
+        set_ = object.__setattr__
+        set_(self, "data", data)
+        set_(self, "method", method)
+        set_(self, "lossless_to_model", lossless_to_model)
+        set_(self, "metadata", metadata)
+
+    def _values(self) -> tuple:
+        return (self.data, self.method, self.lossless_to_model, self.metadata)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return self._values() == other._values()  # type: ignore[attr-defined]
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        return (f"{self.__class__.__qualname__}(data={self.data!r}, method={self.method!r}, "
+                f"lossless_to_model={self.lossless_to_model!r}, metadata={self.metadata!r})")
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"cannot delete field {name!r}")
