@@ -84,7 +84,9 @@ class Result:
             "tokens_before": self.tokens_before,
             "tokens_after": self.tokens_after,
             "token_count_basis": self.token_count_basis,
-            "ratio": jsonio.go_float_fragment(self.ratio),
+            # a Number, not an orjson.Fragment: the same text, and small reports are then
+            # written without importing orjson (see jsonio.dumps)
+            "ratio": jsonio.Number(jsonio.go_float(self.ratio)),
             "basis": self.basis,
         }
         if self.recovery_handle is not None:

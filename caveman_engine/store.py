@@ -465,7 +465,8 @@ class Summary(_Record):
 
         def bucket(b: Bucket) -> dict:
             return {"count": b.count, "tokens_before": b.tokens_before,
-                    "tokens_after": b.tokens_after, "ratio": jsonio.go_float_fragment(b.ratio)}
+                    "tokens_after": b.tokens_after,
+                    "ratio": jsonio.Number(jsonio.go_float(b.ratio))}
 
         doc: dict = {
             "totals": bucket(self.totals),
