@@ -36,6 +36,7 @@ import asyncio
 import hashlib
 import json
 import os
+import shutil
 import signal
 import socket
 import statistics
@@ -268,6 +269,7 @@ def _run(args, bodies, expected, delay) -> dict:
                 p.wait(10)
             except subprocess.TimeoutExpired:
                 p.kill()
+        shutil.rmtree(tmp, ignore_errors=True)  # the run's recovery store and config
     n10 = max(1, len(rss) // 10)
     return {
         "delay": delay, "serial": (sd, sp), "direct": (d_lat, d_wall, d_err),
