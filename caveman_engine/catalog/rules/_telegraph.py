@@ -145,11 +145,13 @@ def edit_sentence(sentence: str, edits: Iterable[Edit], protected: frozenset[str
     from ..prose_guard import pieces
 
     new = sentence
-    for _ in range(8):  # until nothing changes: an edit can expose another ("The The x")
+    while True:  # until nothing changes: an edit can expose another ("The The x")
         before = new
         for e in edits:
             new = e.apply(new)
-        if new == before:
+        if len(new) >= len(before):  # every edit shortens, so this ends
+            if new != before:
+                return sentence
             break
     if new == sentence:
         return sentence
