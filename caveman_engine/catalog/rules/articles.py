@@ -7,7 +7,9 @@ by one, in any sentence (constraint sentences included: an article never states 
 
 * ``a``/``an``/``the`` in lower case anywhere, capitalised only as the sentence's first word;
 * only before a word, a number or a quoted literal — never at the end, never before a
-  conjunction, a preposition or a verb, where the letter is a name ("a or b", "point a is");
+  conjunction, a preposition or a verb, where the letter is a name ("a or b", "point a is"),
+  and never before another article ("the a", "The The"): one of the two is then a name, and
+  what is left would read as an article the prose step drops on the next run;
 * never a protected name (a property called ``a``), never inside code, quotes, URLs or paths.
 
 Tool and schema descriptions; annotations only, so validation is unchanged.
@@ -25,7 +27,7 @@ SUMMARY = "Drop the articles a/an/the the prose shrink left (constraint sentence
 # Words an article is never followed by: after them the letter is a name, not an article.
 _NOT_AFTER = frozenset("""
 or and nor but is are was were be been being of to in on at by for with as if then than from
-into via per
+into via per a an the
 """.split())
 
 _ARTICLE = re.compile(r"(?:(?<=^)(?:The|An|A)|(?<![\w'\u2019.\-/])(?:the|an|a))[ \t]+"
