@@ -12,6 +12,7 @@ import os
 from . import gotext, jsonio, registry, wrappers
 from .compressors import Compressed, CompressorCrash, strict
 from .limits import check_size
+from .records import Record
 from .store import BudgetExceeded, Store
 from .tokens import Counter, make_counter
 
@@ -21,7 +22,7 @@ ERR_BUDGET = "cave_ccr_budget_exceeded"
 ERR_UNAVAILABLE = "cave_ccr_unavailable"
 
 
-class Result:
+class Result(Record):
     """What :meth:`Engine.compress` returns. ``error`` is ERR_BUDGET / ERR_UNAVAILABLE when
     the original was not stored; ``store_args`` how it was stored (the keyword arguments of
     ``Store.put``, for result reuse; left out of ``==`` and ``repr``). A plain class with the
@@ -49,20 +50,6 @@ class Result:
         self.error = error
         self.error_detail = error_detail
         self.store_args = store_args
-
-    def _values(self) -> tuple:
-        return tuple(getattr(self, f) for f in self._fields)
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is self.__class__:
-            return self._values() == other._values()  # type: ignore[attr-defined]
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        args = ", ".join(f"{f}={getattr(self, f)!r}" for f in self._fields)
-        return f"{self.__class__.__qualname__}({args})"
 
     @property
     def transformed(self) -> bool:

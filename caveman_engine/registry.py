@@ -12,45 +12,13 @@ import sys
 from functools import lru_cache
 
 from . import resources
+from .records import Frozen
 
 # Loaded by what needs them, not by every `compress`: tomllib (only for a registry.toml the
 # reader below does not take), hashlib and jsonio (the manifest), importlib.util (`implemented`).
 
 
-class _Frozen:
-    """Immutable value: ``==``, hash and ``repr`` over ``_fields``, as the frozen dataclasses
-    these were (a dataclass costs start-up time to define)."""
-
-    __slots__ = ()
-    _fields: tuple[str, ...] = ()
-
-    def _init(self, *values) -> None:
-        for name, value in zip(self._fields, values):
-            object.__setattr__(self, name, value)
-
-    def _values(self) -> tuple:
-        return tuple(getattr(self, f) for f in self._fields)
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is self.__class__:
-            return self._values() == other._values()  # type: ignore[attr-defined]
-        return NotImplemented
-
-    def __hash__(self) -> int:
-        return hash(self._values())
-
-    def __repr__(self) -> str:
-        args = ", ".join(f"{f}={getattr(self, f)!r}" for f in self._fields)
-        return f"{self.__class__.__qualname__}({args})"
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"cannot assign to field {name!r}")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"cannot delete field {name!r}")
-
-
-class SafetyClass(_Frozen):
+class SafetyClass(Frozen):
     __slots__ = _fields = ("name", "byte_safe", "requires_ccr", "reversible")
     name: str
     byte_safe: bool
@@ -74,7 +42,7 @@ class RegistryError(Exception):
     pass
 
 
-class Entry(_Frozen):
+class Entry(Frozen):
     __slots__ = _fields = ("type", "capability", "safety_class", "segment_kinds", "detected",
                            "manifest", "description")
     type: str

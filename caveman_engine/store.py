@@ -40,6 +40,7 @@ except ImportError:  # pragma: no cover
     import sqlite3
 
 from . import resources
+from .records import Record
 
 DEFAULT_MAX_BYTES = 512 << 20
 MEMORY = ":memory:"
@@ -409,28 +410,7 @@ def retry_busy(fn, *, budget: float = 5.0, attempts: int = 40, sleep=time.sleep,
 # --------------------------------------------------------------------------- the store
 
 
-class _Record:
-    """What ``@dataclass`` gave these classes -- ``==`` and ``repr`` over the fields named in
-    ``_fields``, in order, and no hash -- without its import and per-class cost at start-up
-    (every ``compress`` imports this module). Each class writes its ``__init__`` out."""
-
-    _fields: tuple[str, ...] = ()
-    __hash__ = None  # type: ignore[assignment]
-
-    def _values(self) -> tuple:
-        return tuple(getattr(self, f) for f in self._fields)
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is self.__class__:
-            return self._values() == other._values()  # type: ignore[attr-defined]
-        return NotImplemented
-
-    def __repr__(self) -> str:
-        args = ", ".join(f"{f}={getattr(self, f)!r}" for f in self._fields)
-        return f"{self.__class__.__qualname__}({args})"
-
-
-class Bucket(_Record):
+class Bucket(Record):
     _fields = ("count", "tokens_before", "tokens_after")
 
     def __init__(self, count: int = 0, tokens_before: int = 0, tokens_after: int = 0) -> None:
@@ -445,7 +425,7 @@ class Bucket(_Record):
         return (self.tokens_before - self.tokens_after) / self.tokens_before
 
 
-class Summary(_Record):
+class Summary(Record):
     _fields = ("totals", "by_content_type", "storage_bytes", "max_storage_bytes")
 
     def __init__(self, totals: Bucket, by_content_type: dict[str, Bucket] | None = None,
@@ -1157,7 +1137,7 @@ def parse_time(text: str) -> int | None:
     return (int(when.timestamp()) + (s - min(s, 59)) - offset) * 1_000_000_000 + frac
 
 
-class Entry(_Record):
+class Entry(Record):
     """One stored original, without its bytes. ``content_type`` is a typed object's
     ``object_type``; ``kept_bytes`` is what it counts against the budget. ``kind`` is "blob"
     (recoveries) or "object" (typed_objects); ``key`` its handle or object id."""
@@ -1182,7 +1162,7 @@ class Entry(_Record):
         self.object_fields = object_fields
 
 
-class Selection(_Record):
+class Selection(Record):
     """Which originals a purge or an export applies to: those of one of ``types`` (any type
     when empty) created before ``created_before_ns`` (any time when None). A ``created_at``
     that cannot be read never counts as old. Immutable and hashable."""
@@ -1217,7 +1197,7 @@ class Selection(_Record):
         return True
 
 
-class TypeCount(_Record):
+class TypeCount(Record):
     _fields = ("count", "bytes")
 
     def __init__(self, count: int = 0, bytes: int = 0) -> None:  # noqa: A002
@@ -1234,7 +1214,7 @@ def _by_type(entries) -> dict[str, TypeCount]:
     return dict(sorted(out.items()))
 
 
-class StoreInfo(_Record):
+class StoreInfo(Record):
     _fields = ("path", "schema_version", "kept_bytes", "max_bytes", "blobs", "objects",
                "oldest", "newest", "undated")
 
@@ -1267,7 +1247,7 @@ class StoreInfo(_Record):
             t.count for t in self.objects.values())
 
 
-class PurgeResult(_Record):
+class PurgeResult(Record):
     _fields = ("path", "entries", "kept_before", "kept_after", "dry_run")
 
     def __init__(self, path: str, entries: list[Entry], kept_before: int, kept_after: int,
@@ -1320,7 +1300,7 @@ class ExportError(StoreError):
     """An export refused (before writing anything) or failed."""
 
 
-class ExportResult(_Record):
+class ExportResult(Record):
     _fields = ("dest", "archive", "count", "bytes", "mismatched", "skipped")
 
     def __init__(self, dest: str, archive: bool, count: int = 0, bytes: int = 0,  # noqa: A002

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import os
 
+from ..records import Frozen
+
 STRICT_ENV = "CAVEMAN_STRICT"
 
 
@@ -38,12 +40,12 @@ class CompressorCrash(RuntimeError):
         super().__init__(f"the {content_type} compressor raised {type(exc).__name__}: {exc}")
 
 
-class Compressed:
+class Compressed(Frozen):
     """What a compressor returns when it has more to say than bytes. Immutable, with the
     ``==``, hash and ``repr`` of the frozen dataclass it was (a plain class: defining a
     dataclass costs start-up time)."""
 
-    __slots__ = ("data", "method", "lossless_to_model", "metadata")
+    __slots__ = _fields = ("data", "method", "lossless_to_model", "metadata")
     data: bytes
     method: str | None
     lossless_to_model: bool | None
@@ -51,29 +53,5 @@ class Compressed:
 
     def __init__(self, data: bytes, method: str | None = None,
                  lossless_to_model: bool | None = None, metadata: bytes | None = None) -> None:
-        set_ = object.__setattr__
-        set_(self, "data", data)
-        set_(self, "method", method)
-        set_(self, "lossless_to_model", lossless_to_model)
-        set_(self, "metadata", metadata)
+        self._init(data, method, lossless_to_model, metadata)
 
-    def _values(self) -> tuple:
-        return (self.data, self.method, self.lossless_to_model, self.metadata)
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is self.__class__:
-            return self._values() == other._values()  # type: ignore[attr-defined]
-        return NotImplemented
-
-    def __hash__(self) -> int:
-        return hash(self._values())
-
-    def __repr__(self) -> str:
-        return (f"{self.__class__.__qualname__}(data={self.data!r}, method={self.method!r}, "
-                f"lossless_to_model={self.lossless_to_model!r}, metadata={self.metadata!r})")
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"cannot assign to field {name!r}")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"cannot delete field {name!r}")
