@@ -50,22 +50,6 @@ POST_RULES = ("slot_verbs", "restated_type", "self_reference", "copula", "filler
 _ENVELOPE_KEYS = frozenset(("name", "input_schema", "inputSchema", "parameters", "function", "tools"))
 
 
-def _names(schema: Any, into: set[str]) -> None:
-    from ..catalog import schema as js
-
-    for node in js.nodes(schema):
-        for m in ("properties", "patternProperties", "$defs", "definitions"):
-            if isinstance(node.get(m), dict):
-                into.update(k for k in node[m] if isinstance(k, str))
-        for k in ("enum", "const"):
-            v = node.get(k)
-            vals = v if isinstance(v, list) else [v]
-            into.update(x for x in vals if isinstance(x, str))
-        req = node.get("required")
-        if isinstance(req, list):
-            into.update(x for x in req if isinstance(x, str))
-
-
 def shrink_description(text: str, protected: set[str]) -> str:
     """The prose guard's shrink, repeated until it changes nothing (a drop can expose another
     one: "You can You can." loses one leader per pass), so compressing twice changes nothing."""
@@ -100,7 +84,7 @@ def compress_tree(doc: Any) -> Any:
     if not tools:
         if envelope.is_bare_schema(tree):
             protected: set[str] = set()
-            _names(tree, protected)
+            telegraph.names(tree, protected)
             tree = envelope.copy_tree(tree)
             _shrink_schema(tree, protected)
             tree = telegraph.apply_tree(tree, POST_RULES)
@@ -114,7 +98,7 @@ def compress_tree(doc: Any) -> Any:
         protected = {tool.name}
         schemas = [s for _, s in tool.schemas()]
         for s in schemas:
-            _names(s, protected)
+            telegraph.names(s, protected)
         for s in schemas:
             _shrink_schema(s, protected)
         d = c.get("description")
