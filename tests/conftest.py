@@ -89,6 +89,24 @@ def token_counter():
     return tokens.make_counter(None)
 
 
+@pytest.fixture(scope="module")
+def counter(tmp_path_factory):
+    """A fresh o200k_base counter per test module, with its own rank cache written."""
+    from caveman_engine import tokens
+
+    d = tmp_path_factory.mktemp("rc")
+    d.chmod(0o700)
+    c = tokens.O200kCounter(d)
+    c.load()
+    return c
+
+
+@pytest.fixture(scope="module")
+def encoder(counter):
+    """tiktoken's encoder, built from ``counter``'s rank cache: the reference for counts."""
+    return counter.encoding()
+
+
 def count_tokens(data: bytes) -> int:
     return token_counter().count(data)
 

@@ -19,20 +19,6 @@ from caveman_engine import gotext, tokens
 from .conftest import CONFORMANCE, CORPUS
 
 
-@pytest.fixture(scope="module")
-def counter(tmp_path_factory) -> tokens.O200kCounter:
-    d = tmp_path_factory.mktemp("rc")
-    d.chmod(0o700)
-    c = tokens.O200kCounter(d)
-    c.load()
-    return c
-
-
-@pytest.fixture(scope="module")
-def encoder(counter):
-    return counter.encoding()
-
-
 def _samples() -> list[Path]:
     files = sorted(CORPUS.glob("*.json")) + sorted(CONFORMANCE.glob("*/*.in"))
     return [f for f in files if f.stat().st_size < 400_000]

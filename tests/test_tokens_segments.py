@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 import json
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -16,20 +15,6 @@ from caveman_engine import gotext, tokens
 from caveman_engine.compressors import toolschema
 
 from .conftest import CORPUS
-
-
-@pytest.fixture(scope="module")
-def counter(tmp_path_factory) -> tokens.O200kCounter:
-    d = tmp_path_factory.mktemp("rc")
-    d.chmod(0o700)
-    c = tokens.O200kCounter(d)
-    c.load()
-    return c
-
-
-@pytest.fixture(scope="module")
-def encoder(counter):
-    return counter.encoding()
 
 
 @contextlib.contextmanager
