@@ -360,11 +360,13 @@ def _default(obj: Any) -> Any:
     raise TypeError(f"cannot encode {type(obj).__name__}")
 
 
-# A value of at most this many nodes is written by the Python writer below when orjson has not
-# been imported yet: importing orjson (it brings dataclasses, inspect, uuid and platform with it)
-# costs more than writing a small catalog in Python. Measured: ~10-20 ms of import against
-# ~1 ms to write the 1.8 KB documentation catalog.
+# Until orjson is needed, the Python writer below writes up to this many nodes in all (in one
+# value or over several calls): importing orjson (it brings dataclasses, inspect, uuid and
+# platform with it) costs more than writing a small catalog in Python. Measured: ~10-20 ms of
+# import against ~1 ms to write the 1.8 KB documentation catalog. A process that writes more
+# (a large catalog, a long array written element by element) imports orjson once.
 SMALL_NODES = 4000
+_small_left = SMALL_NODES
 
 
 def dumps(
@@ -377,9 +379,10 @@ def dumps(
     ``go_float_fragment(x)`` instead. ``html_escape=False`` leaves ``< > &`` and U+2028/U+2029
     raw (for output that keeps a document's own spelling rather than Go's).
     """
+    global _small_left
     out = None
-    if "orjson" not in sys.modules:
-        out = _write(value, sort_keys, indent, budget=SMALL_NODES)
+    if _small_left > 0 and "orjson" not in sys.modules:
+        out, _small_left = _write(value, sort_keys, indent, budget=_small_left)
     if out is None:
         import orjson
 
@@ -388,7 +391,7 @@ def dumps(
         try:
             out = orjson.dumps(value, default=_default, option=option)
         except orjson.JSONEncodeError:  # too deep, lone surrogate, int beyond 64 bits
-            out = _write(value, sort_keys, indent)
+            out, _ = _write(value, sort_keys, indent)
     return _go_escape(out) if html_escape else out
 
 
@@ -400,11 +403,12 @@ def _encode_str(s: str) -> str:
     return encode_basestring(s)
 
 
-def _write(value: Any, sort_keys: bool, indent: bool, budget: int | None = None) -> bytes | None:
+def _write(value: Any, sort_keys: bool, indent: bool,
+           budget: int | None = None) -> tuple[bytes | None, int]:
     """The Python writer: what orjson refuses (nesting beyond its limit, lone surrogates,
-    integers beyond 64 bits), and small values while orjson is not imported. With a
-    ``budget``, gives up (None) past that many nodes or on a value only orjson writes (a Python
-    float), so that the caller falls back to orjson."""
+    integers beyond 64 bits), and small values while orjson is not imported. Returns the bytes
+    and what is left of ``budget``: with one, it gives up (None, 0) past that many nodes or on
+    a value only orjson writes (a Python float), so that the caller falls back to orjson."""
     orjson = sys.modules.get("orjson")
     fragment = orjson.Fragment if orjson is not None else ()
     parts: list[str] = []
@@ -418,7 +422,7 @@ def _write(value: Any, sort_keys: bool, indent: bool, budget: int | None = None)
         if budget is not None:
             budget -= 1
             if budget < 0:
-                return None
+                return None, 0
         _, v, depth = item
         if isinstance(v, str):
             parts.append(_encode_str(v))
@@ -457,10 +461,10 @@ def _write(value: Any, sort_keys: bool, indent: bool, budget: int | None = None)
             todo.append(("s", ("\n" + "  " * depth if indent else "") + close))
             stack.extend(reversed(todo))
         elif budget is not None:
-            return None
+            return None, 0
         else:
             raise TypeError(f"cannot encode {type(v).__name__}")
-    return "".join(parts).encode()
+    return "".join(parts).encode(), budget or 0
 
 
 # --------------------------------------------------------------------------- numbers

@@ -29,13 +29,13 @@ def _orjson_bytes(value, sort_keys: bool, indent: bool) -> bytes:
     try:
         return orjson.dumps(value, default=jsonio._default, option=option)
     except orjson.JSONEncodeError:
-        return jsonio._write(value, sort_keys, indent)
+        return jsonio._write(value, sort_keys, indent)[0]
 
 
 @settings(max_examples=400, deadline=None)
 @given(_values, st.booleans(), st.booleans())
 def test_python_writer_matches_orjson(value, sort_keys, indent):
-    ours = jsonio._write(value, sort_keys, indent, budget=10**6)
+    ours, _ = jsonio._write(value, sort_keys, indent, budget=10**6)
     assert ours == _orjson_bytes(value, sort_keys, indent)
 
 
@@ -43,20 +43,20 @@ def test_python_writer_matches_orjson_on_every_corpus_catalog():
     for path in sorted(CORPUS.glob("*.tools.json")):
         value = jsonio.loads(path.read_bytes())
         for indent in (False, True):
-            assert jsonio._write(value, True, indent, budget=10**7) == _orjson_bytes(
+            assert jsonio._write(value, True, indent, budget=10**7)[0] == _orjson_bytes(
                 value, True, indent), path.name
 
 
 def test_budget_and_floats_hand_over_to_orjson():
-    assert jsonio._write([1, 2, 3], True, False, budget=3) is None  # 4 nodes
-    assert jsonio._write([1, 2, 3], True, False, budget=4) == b"[1,2,3]"
-    assert jsonio._write({"x": 1.5}, True, False, budget=100) is None
-    assert jsonio._write([orjson.Fragment(b"1.50")], True, False, budget=100) == b"[1.50]"
+    assert jsonio._write([1, 2, 3], True, False, budget=3) == (None, 0)  # 4 nodes
+    assert jsonio._write([1, 2, 3], True, False, budget=5) == (b"[1,2,3]", 1)
+    assert jsonio._write({"x": 1.5}, True, False, budget=100) == (None, 0)
+    assert jsonio._write([orjson.Fragment(b"1.50")], True, False, budget=100) == (b"[1.50]", 98)
 
 
-def test_small_output_without_orjson_and_large_with_it():
-    """In a fresh interpreter a small value is written without importing orjson, a large one
-    with it, and both give the bytes orjson gives."""
+def test_small_output_without_orjson_and_the_rest_with_it():
+    """In a fresh interpreter a small value is written without importing orjson; a large one,
+    or many small ones past SMALL_NODES in all, with it; all give the bytes orjson gives."""
     probe = (
         "import sys\n"
         "from caveman_engine import jsonio\n"
@@ -69,3 +69,11 @@ def test_small_output_without_orjson_and_large_with_it():
     first, second = out.stdout.splitlines()
     assert first == 'False {"a":null,"b":[1.0,"\\u003c\\u0026\\u003e"]}'
     assert second == f"True {len(orjson.dumps(list(range(jsonio.SMALL_NODES + 1))))}"
+    many = (
+        "import sys\n"
+        "from caveman_engine import jsonio\n"
+        f"outs = [jsonio.dumps([i, 'x']) for i in range({jsonio.SMALL_NODES})]\n"
+        "print(all(o == b'[%d,\"x\"]' % i for i, o in enumerate(outs)), 'orjson' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", many], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["True", "True"]
