@@ -381,7 +381,7 @@ def dumps(
     """
     global _small_left
     out = None
-    if _small_left > 0 and "orjson" not in sys.modules:
+    if _small_left > 0 and "orjson" not in sys.modules and _nodes_within(value, _small_left):
         out, _small_left = _write(value, sort_keys, indent, budget=_small_left)
     if out is None:
         import orjson
@@ -393,6 +393,23 @@ def dumps(
         except orjson.JSONEncodeError:  # too deep, lone surrogate, int beyond 64 bits
             out, _ = _write(value, sort_keys, indent)
     return _go_escape(out) if html_escape else out
+
+
+def _nodes_within(value: Any, budget: int) -> bool:
+    """Whether ``value`` has at most ``budget`` nodes: a count that stops early, much cheaper
+    than writing, so that a value too large for the Python writer is not half-written first."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        budget -= 1
+        if isinstance(v, dict):
+            stack.extend(v.values())
+            budget -= len(v)  # the keys
+        elif isinstance(v, list):
+            stack.extend(v)
+        if budget < 0:
+            return False
+    return True
 
 
 def _encode_str(s: str) -> str:

@@ -77,3 +77,11 @@ def test_small_output_without_orjson_and_the_rest_with_it():
     )
     out = subprocess.run([sys.executable, "-c", many], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["True", "True"]
+
+
+def test_node_count_stops_at_the_budget():
+    assert jsonio._nodes_within([1, 2, 3], 4)
+    assert not jsonio._nodes_within([1, 2, 3], 3)
+    assert jsonio._nodes_within({"a": [1]}, 4)  # the object, its key, the array, 1
+    assert not jsonio._nodes_within({"a": [1]}, 3)
+    assert not jsonio._nodes_within({"a": 1, "b": 2}, 4)
