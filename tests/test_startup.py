@@ -81,6 +81,10 @@ def test_a_forced_type_loads_neither_click_nor_detection(modules_of, cli, tmp_pa
         assert "recovery_handle" in json.loads(p.stderr)
         assert "caveman_engine.compressors.toolschema" in loaded
         assert not NEVER_ON_COMPRESS & loaded, sorted(NEVER_ON_COMPRESS & loaded)
+        # a catalog this size is written without orjson (and what it imports), and nothing
+        # on the path imports typing for its annotations
+        small = {"orjson", "dataclasses", "inspect", "typing"}
+        assert not small & loaded, sorted(small & loaded)
 
 
 def test_a_replayed_result_loads_no_engine(modules_of):
