@@ -4,7 +4,7 @@ In the repository they live at the top level (``registry.toml``, ``store/``); th
 them inside the package (``caveman_engine/registry.toml``, ``caveman_engine/_store/``).
 
 The ``*_location`` functions give plain strings and are what every command's start-up uses;
-the ``pathlib`` versions are kept for callers that want a ``Path``.
+``migrations_dir`` is the ``pathlib`` version for the PostgreSQL store.
 """
 
 from __future__ import annotations
@@ -23,13 +23,6 @@ def registry_location() -> str:
 def migrations_location() -> str:
     shipped = os.path.join(_PKG, "_store")
     return shipped if os.path.isdir(shipped) else os.path.join(os.path.dirname(_PKG), "store")
-
-
-def registry_path():
-    """:func:`registry_location` as a ``pathlib.Path``."""
-    from pathlib import Path
-
-    return Path(registry_location())
 
 
 def migrations_dir():

@@ -142,20 +142,10 @@ def _skip_lean(text: str, pos: int) -> int:
                 return pos
 
 
-def find_tools(body: bytes, known=()) -> tuple[int, int] | None:
-    """``(start, end)`` of the top-level ``tools`` array in ``body``, or None (not valid JSON,
-    root not an object, no ``tools``, the first ``tools`` is not an array).
-
-    ``known``: catalogs seen recently. When one of them is at the start of the ``tools`` value
-    it IS that value (a complete array that begins a valid value ends where it ends), so a
-    repeated catalog is found by one byte comparison instead of a scan.
-    ``known`` must hold only complete, valid JSON arrays (catalogs found by this function)."""
-    found = _known_span(body, known)
-    return found[:2] if found is not None else _scan(body, known)
-
-
 def _scan(body: bytes, known=()) -> tuple[int, int] | None:
-    """:func:`find_tools` by validating the body and decoding the members before ``tools``."""
+    """``(start, end)`` of the top-level ``tools`` array, found by validating the body and
+    decoding the members before ``tools``; None when the body is not valid JSON, its root is
+    not an object, it has no ``tools`` or the first ``tools`` is not an array."""
     if b"tools" not in body and b"\\u" not in body:
         return None  # cheap: no key can decode to "tools"
     if not jsonio.valid(body):
@@ -198,7 +188,12 @@ def _scan(body: bytes, known=()) -> tuple[int, int] | None:
 
 
 def extract(body: bytes, known=()) -> tuple[bytes, int, int] | None:
-    """The catalog bytes and their span, or None."""
+    """The top-level ``tools`` array of ``body`` and its span, or None (see :func:`_scan`).
+
+    ``known``: catalogs seen recently. When one of them is at the start of the ``tools`` value
+    it IS that value (a complete array that begins a valid value ends where it ends), so a
+    repeated catalog is found by one byte comparison instead of a scan.
+    ``known`` must hold only complete, valid JSON arrays (catalogs found by this function)."""
     found = _known_span(body, known)
     if found is not None:
         start, end, cat = found
@@ -216,7 +211,7 @@ def splice(body: bytes, start: int, end: int, replacement: bytes, *,
     valid JSON, or the result is empty (spec §2.6 step 5). ``replacement_valid``: the caller
     already validated the replacement (a cached rewrite), so only the result is checked.
 
-    ``nested_valid``: ``[start, end)`` came from :func:`find_tools` on this body (so the body
+    ``nested_valid``: ``[start, end)`` came from :func:`extract` on this body (so the body
     is valid and the span is a top-level member value) and ``b"[" + replacement + b"]"`` is
     valid (so the replacement is valid one level down too, depth limit included). The result
     is then valid by construction and is not parsed again."""
