@@ -335,10 +335,8 @@ def _create_complete(path: str) -> None:
         return
     parent, name = os.path.split(path)
     tmp = os.path.join(parent, f".{name}.{os.getpid()}.{os.urandom(6).hex()}.new")
-    flags = (os.O_CREAT | os.O_EXCL | os.O_RDWR | getattr(os, "O_NOFOLLOW", 0)
-             | getattr(os, "O_CLOEXEC", 0))
     try:
-        fd = os.open(tmp, flags, 0o600)
+        fd = _open_new(tmp)
     except OSError:
         return
     try:
