@@ -12,8 +12,9 @@ reference engine emits:
   ``RecursionError``.
 
 orjson does the writing (``orjson.Fragment`` carries number literals) except for small values
-while it is not imported yet; the standard library's C scanner does the reading. Both have recursion limits well below 10,000, so each has an iterative
-fallback that only pathological inputs reach.
+while it is not imported yet, which the standard library's encoder writes; the standard
+library's C scanner does the reading. Both have recursion limits well below 10,000, so each
+has an iterative fallback that only pathological inputs reach.
 """
 
 from __future__ import annotations
@@ -362,13 +363,15 @@ def _default(obj: Any) -> Any:
     raise TypeError(f"cannot encode {type(obj).__name__}")
 
 
-# Until orjson is needed, the Python writer below writes up to this many nodes in all (in one
-# value or over several calls): importing orjson (it brings dataclasses, inspect, uuid and
-# platform with it) costs more than writing a small catalog in Python. Measured: ~10-20 ms of
-# import against ~1 ms to write the 1.8 KB documentation catalog. A process that writes more
-# (a large catalog, a long array written element by element) imports orjson once.
-SMALL_NODES = 4000
-_small_left = SMALL_NODES
+# Until orjson is needed, the standard library's encoder writes up to STDLIB_NODES nodes in all
+# (in one value or over several calls): importing orjson (it brings dataclasses, inspect, uuid
+# and platform with it) costs 10-20 ms, while json's C encoder writes the 7,500 nodes of a
+# 220 KB catalog in about 5 ms. Indented output goes through json's Python encoder, so its
+# nodes count INDENT_COST times. A process that writes more (a large catalog, a long array
+# written element by element) imports orjson once.
+STDLIB_NODES = 25_000
+INDENT_COST = 8
+_stdlib_left = STDLIB_NODES
 
 
 def dumps(
@@ -381,10 +384,14 @@ def dumps(
     ``go_float_fragment(x)`` instead. ``html_escape=False`` leaves ``< > &`` and U+2028/U+2029
     raw (for output that keeps a document's own spelling rather than Go's).
     """
-    global _small_left
+    global _stdlib_left
     out = None
-    if _small_left > 0 and "orjson" not in sys.modules and _nodes_within(value, _small_left):
-        out, _small_left = _write(value, sort_keys, indent, budget=_small_left)
+    if _stdlib_left > 0 and "orjson" not in sys.modules:
+        cost = INDENT_COST if indent else 1
+        left = _nodes_left(value, _stdlib_left // cost)
+        if left >= 0:
+            _stdlib_left = left * cost
+            out = _stdlib_write(value, sort_keys, indent)
     if out is None:
         import orjson
 
@@ -393,13 +400,13 @@ def dumps(
         try:
             out = orjson.dumps(value, default=_default, option=option)
         except orjson.JSONEncodeError:  # too deep, lone surrogate, int beyond 64 bits
-            out, _ = _write(value, sort_keys, indent)
+            out = _write(value, sort_keys, indent)
     return _go_escape(out) if html_escape else out
 
 
-def _nodes_within(value: Any, budget: int) -> bool:
-    """Whether ``value`` has at most ``budget`` nodes: a count that stops early, much cheaper
-    than writing, so that a value too large for the Python writer is not half-written first."""
+def _nodes_left(value: Any, budget: int) -> int:
+    """``budget`` less the nodes of ``value``; -1 past the budget (a count that stops early)
+    or when ``value`` holds a Python float, whose text json and orjson write differently."""
     stack = [value]
     while stack:
         v = stack.pop()
@@ -409,9 +416,53 @@ def _nodes_within(value: Any, budget: int) -> bool:
             budget -= len(v)  # the keys
         elif isinstance(v, list):
             stack.extend(v)
+        elif isinstance(v, float):
+            return -1
         if budget < 0:
-            return False
-    return True
+            return -1
+    return budget
+
+
+# What a Number is written as first: a string no other string's encoding contains between
+# quotes (a '"' in a string is escaped), so each occurrence of its encoding, quotes included,
+# is a Number or a string equal to it -- which the count below catches.
+_NUMBER_MARK = "\x00\x00number\x00\x00"
+_NUMBER_TOKEN = '"\\u0000\\u0000number\\u0000\\u0000"'
+
+
+def _stdlib_write(value: Any, sort_keys: bool, indent: bool) -> bytes | None:
+    """``value`` (no Python floats) written by the standard library's encoder, byte-identical
+    to orjson's output; None for what only the other writers handle (lone surrogates, a
+    string equal to the Number mark, nesting past the recursion limit, unknown types)."""
+    import json
+
+    literals: list[str] = []
+
+    def number(obj: Any) -> str:
+        if isinstance(obj, Number):
+            literals.append(obj.literal)
+            return _NUMBER_MARK
+        raise TypeError(f"cannot encode {type(obj).__name__}")
+
+    encoder = json.JSONEncoder(
+        ensure_ascii=False, check_circular=False, sort_keys=sort_keys, default=number,
+        indent=2 if indent else None, separators=(",", ": " if indent else ":"))
+    try:
+        text = encoder.encode(value)
+    except (TypeError, ValueError, RecursionError):
+        return None
+    if literals:
+        parts = text.split(_NUMBER_TOKEN)
+        if len(parts) != len(literals) + 1:
+            return None
+        joined = [parts[0]]
+        for literal, part in zip(literals, parts[1:]):
+            joined += (literal, part)
+        text = "".join(joined)
+    try:
+        return text.encode()
+    except UnicodeEncodeError:  # a lone surrogate: the other writers replace it
+        return None
 
 
 def _encode_str(s: str) -> str:
@@ -422,12 +473,9 @@ def _encode_str(s: str) -> str:
     return encode_basestring(s)
 
 
-def _write(value: Any, sort_keys: bool, indent: bool,
-           budget: int | None = None) -> tuple[bytes | None, int]:
-    """The Python writer: what orjson refuses (nesting beyond its limit, lone surrogates,
-    integers beyond 64 bits), and small values while orjson is not imported. Returns the bytes
-    and what is left of ``budget``: with one, it gives up (None, 0) past that many nodes or on
-    a value only orjson writes (a Python float), so that the caller falls back to orjson."""
+def _write(value: Any, sort_keys: bool, indent: bool) -> bytes:
+    """The Python writer, for what orjson refuses: nesting beyond its limit, lone surrogates
+    (written as U+FFFD), integers beyond 64 bits."""
     orjson = sys.modules.get("orjson")
     fragment = orjson.Fragment if orjson is not None else ()
     parts: list[str] = []
@@ -438,10 +486,6 @@ def _write(value: Any, sort_keys: bool, indent: bool,
         if item[0] == "s":
             parts.append(item[1])
             continue
-        if budget is not None:
-            budget -= 1
-            if budget < 0:
-                return None, 0
         _, v, depth = item
         if isinstance(v, str):
             parts.append(_encode_str(v))
@@ -479,11 +523,9 @@ def _write(value: Any, sort_keys: bool, indent: bool,
                 todo.append(("v", x, depth + 1))
             todo.append(("s", ("\n" + "  " * depth if indent else "") + close))
             stack.extend(reversed(todo))
-        elif budget is not None:
-            return None, 0
         else:
             raise TypeError(f"cannot encode {type(v).__name__}")
-    return "".join(parts).encode(), budget or 0
+    return "".join(parts).encode()
 
 
 # --------------------------------------------------------------------------- numbers

@@ -1,5 +1,6 @@
-"""jsonio's two writers give the same bytes: orjson, and the Python writer that serves small
-values while orjson is not imported (and what orjson refuses)."""
+"""jsonio's three writers give the same bytes: orjson, the standard library's encoder that
+serves small values while orjson is not imported, and the Python writer for what orjson
+refuses."""
 
 from __future__ import annotations
 
@@ -29,59 +30,90 @@ def _orjson_bytes(value, sort_keys: bool, indent: bool) -> bytes:
     try:
         return orjson.dumps(value, default=jsonio._default, option=option)
     except orjson.JSONEncodeError:
-        return jsonio._write(value, sort_keys, indent)[0]
+        return jsonio._write(value, sort_keys, indent)
 
 
 @settings(max_examples=400, deadline=None)
 @given(_values, st.booleans(), st.booleans())
 def test_python_writer_matches_orjson(value, sort_keys, indent):
-    ours, _ = jsonio._write(value, sort_keys, indent, budget=10**6)
-    assert ours == _orjson_bytes(value, sort_keys, indent)
+    assert jsonio._write(value, sort_keys, indent) == _orjson_bytes(value, sort_keys, indent)
 
 
-def test_python_writer_matches_orjson_on_every_corpus_catalog():
+@settings(max_examples=400, deadline=None)
+@given(_values, st.booleans(), st.booleans())
+def test_stdlib_writer_matches_orjson_or_declines(value, sort_keys, indent):
+    """Declines only for lone surrogates, which the other writers replace with U+FFFD."""
+    ours = jsonio._stdlib_write(value, sort_keys, indent)
+    expected = _orjson_bytes(value, sort_keys, indent)
+    if ours is None:
+        assert "\ufffd".encode() in expected
+    else:
+        assert ours == expected
+
+
+def test_both_writers_match_orjson_on_every_corpus_catalog():
     for path in sorted(CORPUS.glob("*.tools.json")):
         value = jsonio.loads(path.read_bytes())
         for indent in (False, True):
-            assert jsonio._write(value, True, indent, budget=10**7)[0] == _orjson_bytes(
-                value, True, indent), path.name
+            expected = _orjson_bytes(value, True, indent)
+            assert jsonio._write(value, True, indent) == expected, path.name
+            assert jsonio._stdlib_write(value, True, indent) == expected, path.name
 
 
-def test_budget_and_floats_hand_over_to_orjson():
-    assert jsonio._write([1, 2, 3], True, False, budget=3) == (None, 0)  # 4 nodes
-    assert jsonio._write([1, 2, 3], True, False, budget=5) == (b"[1,2,3]", 1)
-    assert jsonio._write({"x": 1.5}, True, False, budget=100) == (None, 0)
-    assert jsonio._write([orjson.Fragment(b"1.50")], True, False, budget=100) == (b"[1.50]", 98)
+def test_stdlib_writer_declines_what_it_cannot_write_like_orjson():
+    mark = jsonio._NUMBER_MARK
+    assert jsonio._stdlib_write([jsonio.Number("1.50"), "x"], True, False) == b'[1.50,"x"]'
+    # a string equal to the mark, as a value or a key, cannot be told from a Number
+    assert jsonio._stdlib_write([jsonio.Number("1"), mark], True, False) is None
+    assert jsonio._stdlib_write({mark: jsonio.Number("1")}, True, False) is None
+    assert jsonio._stdlib_write(["a" + mark], True, False) == orjson.dumps(["a" + mark])
+    assert jsonio._stdlib_write(["\ud800"], True, False) is None
+    assert jsonio._stdlib_write([object()], True, False) is None
+    deep = []
+    for _ in range(100_000):
+        deep = [deep]
+    assert jsonio._stdlib_write(deep, True, False) is None
+    assert jsonio.dumps(deep) == b"[" * 100_001 + b"]" * 100_001
+
+
+def test_floats_and_the_budget_hand_over_to_orjson():
+    assert jsonio._nodes_left([1, 2, 3], 4) == 0
+    assert jsonio._nodes_left([1, 2, 3], 3) == -1
+    assert jsonio._nodes_left({"a": [1]}, 4) == 0  # the object, its key, the array, 1
+    assert jsonio._nodes_left({"a": [1]}, 3) == -1
+    assert jsonio._nodes_left({"a": 1, "b": 2}, 4) == -1
+    assert jsonio._nodes_left({"x": [1.5]}, 100) == -1
 
 
 def test_small_output_without_orjson_and_the_rest_with_it():
     """In a fresh interpreter a small value is written without importing orjson; a large one,
-    or many small ones past SMALL_NODES in all, with it; all give the bytes orjson gives."""
+    many small ones past STDLIB_NODES in all, or one with a float, with it; all give the bytes
+    orjson gives."""
+    n = jsonio.STDLIB_NODES
     probe = (
         "import sys\n"
         "from caveman_engine import jsonio\n"
         "small = jsonio.dumps({'b': [jsonio.Number('1.0'), '<&>'], 'a': None})\n"
-        "print('orjson' in sys.modules, small.decode())\n"
-        f"big = jsonio.dumps(list(range({jsonio.SMALL_NODES + 1})))\n"
+        "pretty = jsonio.dumps({'b': [jsonio.Number('2')], 'a': {}}, indent=True)\n"
+        "print('orjson' in sys.modules, small.decode(), pretty.decode().split())\n"
+        f"big = jsonio.dumps(list(range({n + 1})))\n"
         "print('orjson' in sys.modules, len(big))\n"
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     first, second = out.stdout.splitlines()
-    assert first == 'False {"a":null,"b":[1.0,"\\u003c\\u0026\\u003e"]}'
-    assert second == f"True {len(orjson.dumps(list(range(jsonio.SMALL_NODES + 1))))}"
+    assert first == ("False {\"a\":null,\"b\":[1.0,\"\\u003c\\u0026\\u003e\"]} "
+                     "['{', '\"a\":', '{},', '\"b\":', '[', '2', ']', '}']")
+    assert second == f"True {len(orjson.dumps(list(range(n + 1))))}"
     many = (
         "import sys\n"
         "from caveman_engine import jsonio\n"
-        f"outs = [jsonio.dumps([i, 'x']) for i in range({jsonio.SMALL_NODES})]\n"
+        f"outs = [jsonio.dumps([i, 'x']) for i in range({n // 3 + 1})]\n"
         "print(all(o == b'[%d,\"x\"]' % i for i, o in enumerate(outs)), 'orjson' in sys.modules)\n"
+        "print(jsonio.dumps([]).decode())\n"
     )
     out = subprocess.run([sys.executable, "-c", many], capture_output=True, text=True, check=True)
-    assert out.stdout.split() == ["True", "True"]
-
-
-def test_node_count_stops_at_the_budget():
-    assert jsonio._nodes_within([1, 2, 3], 4)
-    assert not jsonio._nodes_within([1, 2, 3], 3)
-    assert jsonio._nodes_within({"a": [1]}, 4)  # the object, its key, the array, 1
-    assert not jsonio._nodes_within({"a": [1]}, 3)
-    assert not jsonio._nodes_within({"a": 1, "b": 2}, 4)
+    assert out.stdout.split() == ["True", "True", "[]"]
+    floats = ("import sys\nfrom caveman_engine import jsonio\n"
+              "print(jsonio.dumps([1.5]).decode(), 'orjson' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", floats], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["[1.5]", "True"]
