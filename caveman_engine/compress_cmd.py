@@ -17,6 +17,7 @@ def run(paths: tuple[str, ...] | list[str], content_type: str | None, *, strict:
     data = read_input("compress", path)
     store = open_store_or_fail()
     output, report = _compress(store, data, content_type, strict, quiet)
+    store.close()
     write_stdout(output)
     line = report + b"\n"
     if report_file is not None:

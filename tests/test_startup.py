@@ -27,17 +27,26 @@ from .conftest import CORPUS
 CATALOG = (CORPUS / "github.tools.json").read_bytes()
 
 # Runs the console script's entry point as the installed script does, then writes the names
-# of the loaded modules to the file named by argv[1].
+# of the loaded modules to the file named by argv[1] (the fast paths end in os._exit).
 _PROBE = r"""
-import sys
+import os, sys
 out = sys.argv.pop(1)
 sys.argv[0] = "caveman-engine"
+
+def write_modules():
+    with open(out, "w") as f:
+        f.write("\n".join(sorted(sys.modules)))
+
+_exit = os._exit
+def exit_after_writing(code):
+    write_modules()
+    _exit(code)
+os._exit = exit_after_writing
 from caveman_engine.launcher import main
 try:
     main()
 finally:
-    with open(out, "w") as f:
-        f.write("\n".join(sorted(sys.modules)))
+    write_modules()
 """
 
 
