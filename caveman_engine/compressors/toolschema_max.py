@@ -10,7 +10,8 @@ enum, ``required``, ``const`` and non-null ``default`` survives.
    markers dropped (``markdown_emphasis``), MCP hints equal to the specification's defaults
    (``mcp_hints``), descriptions repeated down unions, items and members said once
    (``branch_descriptions``), sentences restating the type, the default or optionality
-   (``restated_facts``) — annotations only, never a constraint sentence;
+   (``restated_facts``) — annotations only, never a constraint sentence — and ``format:
+   "float"``/``"double"`` on a number, not a JSON Schema format (``float_format``);
 4. description prose shrunk sentence by sentence (:mod:`caveman_engine.catalog.prose_guard`):
    articles and fillers go, constraint sentences lose at most articles, identifiers, numbers,
    paths, URLs and code never change;
@@ -21,6 +22,8 @@ enum, ``required``, ``const`` and non-null ``default`` survives.
    ("such as" → "like", "if not provided" → "if omitted"), and the articles step 4 left.
    Literals, protected names and every constraint word stay (see
    :mod:`caveman_engine.catalog.rules._telegraph`).
+6. the full stop that ends a description (:data:`FINAL_RULES`: ``final_period``), last, so
+   that no rule above sees a sentence without its stop on the first pass.
 
 Compact JSON in the input's envelope and key order. Declines (None) input that is not a
 catalog or a schema, and any result larger than the input.
@@ -38,7 +41,8 @@ SAFETY_CLASS = "S4"
 # markdown_emphasis also runs before the reducer, so that its sentence split sees what a second
 # compression would see.
 PRE_RULES = ("markdown_emphasis",)
-MAX_RULES = ("desc_whitespace", "markdown_emphasis", "mcp_hints", "branch_descriptions", "restated_facts")
+MAX_RULES = ("desc_whitespace", "markdown_emphasis", "mcp_hints", "branch_descriptions", "restated_facts",
+             "float_format")
 # Telegraphic rules, after the prose shrink (they also clean up what it refused): words that
 # carry no meaning in a description or only restate the schema. They run in one walk
 # (:func:`caveman_engine.catalog.rules._telegraph.apply_tree`), sentence by sentence in this
@@ -46,6 +50,9 @@ MAX_RULES = ("desc_whitespace", "markdown_emphasis", "mcp_hints", "branch_descri
 # description they reduced to its property's name goes, as a second compression would drop it.
 POST_RULES = ("slot_verbs", "restated_type", "self_reference", "copula", "filler_adjectives",
               "phrases", "articles")
+
+# Last of all, once the prose is final: the full stop that ends a description goes.
+FINAL_RULES = ("final_period",)
 
 _ENVELOPE_KEYS = frozenset(("name", "input_schema", "inputSchema", "parameters", "function", "tools"))
 
@@ -87,7 +94,7 @@ def compress_tree(doc: Any) -> Any:
             telegraph.names(tree, protected)
             tree = envelope.copy_tree(tree)
             _shrink_schema(tree, protected)
-            tree = telegraph.apply_tree(tree, POST_RULES)
+            tree = safe.apply_tree(telegraph.apply_tree(tree, POST_RULES), FINAL_RULES)
         return tree
     tree = envelope.copy_tree(tree)
     for tool in envelope.iter_tools(tree):
@@ -104,7 +111,7 @@ def compress_tree(doc: Any) -> Any:
         d = c.get("description")
         if isinstance(d, str):
             c["description"] = shrink_description(d, protected)
-    return telegraph.apply_tree(tree, POST_RULES)
+    return safe.apply_tree(telegraph.apply_tree(tree, POST_RULES), FINAL_RULES)
 
 
 def compress(data: bytes) -> bytes | None:
