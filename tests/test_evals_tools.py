@@ -82,6 +82,23 @@ def test_bm25_score_formula():
     assert scores[1] == 0.0
 
 
+def test_document_length_counts_only_indexed_words():
+    # Standard BM25 after an analyzer: a document's length is its indexed terms. Stop words,
+    # punctuation and the JSON around a description change no score, so a rewrite that only
+    # drops articles or a full stop cannot move a near-tie.
+    terse = [_mcp("read_file", "Read file from disk", {"path": {"type": "string", "description": "Path of file"}}),
+             _mcp("write_file", "Write text to file", {"path": {"type": "string", "description": "Where to write"}})]
+    wordy = [_mcp("read_file", "Please read the file that is on the disk, if you can...",
+                  {"path": {"type": "string", "description": "The path of the file, which it is."}}),
+             _mcp("write_file", "Write the text to a file.",
+                  {"path": {"type": "string", "description": "Where to write."}})]
+    for query in ("read the file", "write text", "disk path"):
+        assert lexical.rank(query, wordy) == lexical.rank(query, terse)
+    # ...while one more indexed word does change the lengths (and so the scores).
+    longer = [terse[0], _mcp("write_file", "Write text to file now", terse[1]["inputSchema"]["properties"])]
+    assert lexical.rank("read the file", longer) != lexical.rank("read the file", terse)
+
+
 def test_parameter_descriptions_count():
     cat = [_mcp("alpha", "Does things.", {"q": {"type": "string", "description": "A colour name."}}),
            _mcp("beta", "Does things.", {"q": {"type": "string", "description": "A number."}})]
