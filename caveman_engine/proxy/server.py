@@ -17,7 +17,6 @@ import logging
 import os
 import re
 import time
-import uuid
 from dataclasses import dataclass
 
 import aiohttp
@@ -90,12 +89,25 @@ def match_route(path: str) -> Route | None:
     return None
 
 
+def _uuid_text(value: int) -> str:
+    h = f"{value:032x}"
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
 def uuid7() -> str:
     ms = time.time_ns() // 1_000_000
     rand = int.from_bytes(os.urandom(10), "big")
     value = (ms & ((1 << 48) - 1)) << 80 | 0x7 << 76 | (rand >> 68 & 0xFFF) << 64
     value |= 0b10 << 62 | (rand & ((1 << 62) - 1))
-    return str(uuid.UUID(int=value))
+    return _uuid_text(value)
+
+
+def _uuid4_hex() -> str:
+    """``uuid.uuid4().hex`` without the UUID object: 122 random bits, version 4, variant
+    RFC 4122."""
+    value = int.from_bytes(os.urandom(16), "big")
+    value = (value & ~(0xF << 76) & ~(0b11 << 62)) | 0x4 << 76 | 0b10 << 62
+    return f"{value:032x}"
 
 
 def trace_id(headers) -> str:
@@ -105,7 +117,7 @@ def trace_id(headers) -> str:
     tp = headers.get("traceparent", "")
     if len(tp) >= 55:
         return tp[3:35]
-    return uuid.uuid4().hex
+    return _uuid4_hex()
 
 
 class UpstreamUnavailable(Exception):
@@ -121,6 +133,23 @@ class _StartWithFirstChunk(web.StreamResponse):
     _send_headers_immediately = False
 
 
+class _Runner(web.ServerRunner):
+    """aiohttp's runner for a low-level server, made and torn down with the proxy's upstream
+    client session."""
+
+    def __init__(self, proxy: Proxy) -> None:
+        super().__init__(None, handle_signals=False, shutdown_timeout=2)
+        self._proxy = proxy
+
+    async def _make_server(self) -> web.Server:
+        await self._proxy._start()
+        return web.Server(self._proxy.dispatch, access_log=None, auto_decompress=False,
+                          handler_cancellation=True)  # client gone: stop the upstream call
+
+    async def _cleanup_server(self) -> None:
+        await self._proxy._stop()
+
+
 class Proxy:
     def __init__(self, config: Config, engine=None, *, ledger: Ledger | None = None,
                  retry_sleeps: tuple[float, ...] = RETRY_SLEEPS) -> None:
@@ -133,16 +162,27 @@ class Proxy:
 
     # -- lifecycle
 
-    def app(self) -> web.Application:
-        app = web.Application(client_max_size=self.config.body_cap)
-        app.router.add_get("/health/live", self._live)
-        app.router.add_get("/health/ready", self._ready)
-        app.router.add_route("*", "/{tail:.*}", self.handle)
-        app.on_startup.append(self._start)
-        app.on_cleanup.append(self._stop)
-        return app
+    async def dispatch(self, request: web.BaseRequest) -> web.StreamResponse:
+        """Every request of the server: the two health checks, else :meth:`handle`. (The
+        proxy has one handler, so it runs on aiohttp's low-level server, without an
+        application's router and middleware chain.)"""
+        if request.method in ("GET", "HEAD"):
+            path = request.rel_url.path
+            if path == "/health/live":
+                return await self._live(request)
+            if path == "/health/ready":
+                return await self._ready(request)
+        expect = request.headers.get("expect")
+        if expect:
+            # as aiohttp's router does: let a client that waits for it send its body
+            if request.version == aiohttp.HttpVersion11:
+                if expect.lower() != "100-continue":
+                    return web.Response(status=417, text=f"Unknown Expect: {expect}")
+                await request.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+                request.writer.output_size = 0
+        return await self.handle(request)
 
-    async def _start(self, app) -> None:
+    async def _start(self) -> None:
         timeout = aiohttp.ClientTimeout(
             total=None, sock_connect=self.config.connect_timeout,
             sock_read=self.config.upstream_timeout,
@@ -152,20 +192,21 @@ class Proxy:
             auto_decompress=False,
             skip_auto_headers=("User-Agent", "Accept", "Accept-Encoding", "Content-Type"),
             connector=aiohttp.TCPConnector(limit=0, enable_cleanup_closed=True),
+            # one upstream session serves every client: never replay one client's cookies
+            # to another (and no cookie work per request)
+            cookie_jar=aiohttp.DummyCookieJar(),
             trust_env=False,
         )
 
-    async def _stop(self, app) -> None:
+    async def _stop(self) -> None:
         if self._client is not None:
             await self._client.close()
 
-    def runner(self) -> web.AppRunner:
-        """An AppRunner for :meth:`app` that keeps request bodies as sent (no inbound
-        decompression), cancels the handler when its client disconnects, and logs no access
-        lines."""
-        return web.AppRunner(self.app(), access_log=None, handle_signals=False,
-                             auto_decompress=False, shutdown_timeout=2,
-                             handler_cancellation=True)  # client gone: stop the upstream call
+    def runner(self) -> web.BaseRunner:
+        """A runner for the proxy's server: request bodies kept as sent (no inbound
+        decompression), the handler cancelled when its client disconnects, no access log.
+        Its setup opens the upstream client session and its cleanup closes it."""
+        return _Runner(self)
 
     async def _live(self, request):
         return web.json_response({"status": "ok"})

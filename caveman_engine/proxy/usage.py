@@ -158,20 +158,28 @@ class UsageScanner:
             del self._buf[: len(self._buf) - min(SCAN_KEEP, self._max)]
 
     def _feed_lines(self, chunk: bytes) -> None:
-        start = 0
-        while True:
-            nl = chunk.find(b"\n", start)
-            if nl < 0:
-                break
+        first = chunk.find(b"\n")
+        if first >= 0:
+            # the line that earlier chunks began ends here
             if self._skipping:
                 self._skipping = False
             elif self._partial:
-                self._partial += chunk[start:nl]
+                self._partial += chunk[:first]
                 scan_line(bytes(self._partial), self.usage)
             else:
-                scan_line(chunk[start:nl], self.usage)
+                scan_line(chunk[:first], self.usage)
             self._partial.clear()
-            start = nl + 1
+            last = chunk.rfind(b"\n")
+            # The lines in between are whole. Only a line with "usage" in it can carry usage
+            # (scan_line passes over any other), so they are looked at one by one only when
+            # the chunk has that word between them at all.
+            if last > first and chunk.find(b"sage", first + 1, last) >= 0:
+                for line in chunk[first + 1:last].split(b"\n"):
+                    if b"sage" in line:
+                        scan_line(line, self.usage)
+            start = last + 1
+        else:
+            start = 0
         if start < len(chunk) and not self._skipping:
             self._partial += chunk[start:]
             if len(self._partial) > LINE_MAX:
