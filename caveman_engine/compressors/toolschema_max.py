@@ -94,7 +94,7 @@ def compress_tree(doc: Any) -> Any:
             telegraph.names(tree, protected)
             tree = envelope.copy_tree(tree)
             _shrink_schema(tree, protected)
-            tree = safe.apply_tree(telegraph.apply_tree(tree, POST_RULES), FINAL_RULES)
+            tree = _final(telegraph.apply_tree(tree, POST_RULES))
         return tree
     tree = envelope.copy_tree(tree)
     for tool in envelope.iter_tools(tree):
@@ -111,7 +111,29 @@ def compress_tree(doc: Any) -> Any:
         d = c.get("description")
         if isinstance(d, str):
             c["description"] = shrink_description(d, protected)
-    return safe.apply_tree(telegraph.apply_tree(tree, POST_RULES), FINAL_RULES)
+    return _final(telegraph.apply_tree(tree, POST_RULES))
+
+
+def _final(tree: Any) -> Any:
+    """:data:`FINAL_RULES` on ``tree`` in place (a private copy by then). They rewrite
+    description strings only, so they run straight over every schema and tool, without the safe
+    rules' copy, analysis and fixed-point passes."""
+    from ..catalog import envelope
+    from ..catalog.rules import module
+
+    mods = [module(n) for n in FINAL_RULES]
+    tools = envelope.iter_tools(tree)
+    if tools:
+        for tool in tools:
+            for _, schema in tool.schemas():
+                for m in mods:
+                    m.apply(schema, None)
+            for m in mods:
+                m.apply_tool(tool, None)
+    elif envelope.is_bare_schema(tree):
+        for m in mods:
+            m.apply(tree, None)
+    return tree
 
 
 def compress(data: bytes) -> bytes | None:
