@@ -18,6 +18,10 @@ def edit(text: str) -> str:
     ("Names as well as ids.", "Names and ids."),
     ("Run prior to deploy.", "Run before deploy."),
     ("Whether or not to retry.", "Whether to retry."),
+    ("City and state, e.g., 'Berkeley, CA'.", "City and state, like 'Berkeley, CA'."),
+    ("Units (e.g., km or mi).", "Units (like km or mi)."),
+    ("Date in format YYYY-MM-DD, e.g., 2024-01-31.", "Date in format YYYY-MM-DD, like 2024-01-31."),
+    ("E.g., 'a'.", "Like 'a'."),
 ])
 def test_shorter(text, expected):
     assert edit(text) == expected
@@ -28,6 +32,11 @@ def test_shorter(text, expected):
     "Value 'such as x' stays.",       # inside quotes
     "Format of the output.",          # not before a literal
     "If not found, fails.",
+    "City, e.g. 'Berkeley, CA'.",     # "e.g." alone is as long as "like": the rules only shorten
+    "Fruit, vegetables, e.g.,",       # nothing after it
+    "Value 'e.g., x' stays.",         # inside quotes
+    "Path a.e.g., x",                 # part of a dotted word
+    "Tag e.g.,x",                     # no space before what follows
 ])
 def test_kept(text):
     assert edit(text) == text
