@@ -28,7 +28,7 @@ from . import catalog
 from .config import Config
 from .ledger import Ledger, session_id
 from .rewrite import Rewriter
-from .usage import UsageScanner
+from .usage import UsageScanner, scan_max
 
 log = logging.getLogger("caveman_engine.proxy")
 
@@ -37,6 +37,7 @@ DRAIN_4XX = 1024 * 1024
 ATTEMPTS = 3
 OFFLOOP_BYTES = 256 * 1024  # bodies above this are parsed in a worker thread
 RETRY_SLEEPS = (0.2, 0.4)
+URL_CACHE = 256  # distinct upstream URLs kept parsed
 
 ANTHROPIC_VERSION = "2023-06-01"
 FORWARD_HEADERS = (
@@ -158,6 +159,8 @@ class Proxy:
         self.rewriter = Rewriter(engine, config.level)
         self.retry_sleeps = retry_sleeps
         self._client: aiohttp.ClientSession | None = None
+        self._urls: dict[tuple[str, str, str], URL] = {}
+        self._scan_max = scan_max()  # read once, not for every response
         self.requests = 0
 
     # -- lifecycle
@@ -284,12 +287,24 @@ class Proxy:
             h["anthropic-version"] = ANTHROPIC_VERSION
         return h
 
-    async def _send(self, url: str, headers: dict, body: bytes) -> aiohttp.ClientResponse:
+    def _upstream_url(self, route: Route, query: str) -> URL:
+        """The upstream URL of a route and query string, parsed once per distinct pair."""
+        key = (route.provider, route.upstream_path, query)
+        url = self._urls.get(key)
+        if url is None:
+            if len(self._urls) >= URL_CACHE:
+                self._urls.clear()
+            url = self._urls[key] = URL(
+                self.config.upstream_url(route.provider, route.upstream_path, query),
+                encoded=True)
+        return url
+
+    async def _send(self, url: URL, headers: dict, body: bytes) -> aiohttp.ClientResponse:
         """One upstream response (headers received), retrying transport errors."""
         last: BaseException | None = None
         for attempt in range(ATTEMPTS):
             try:
-                return await self._client.post(URL(url, encoded=True), data=body, headers=headers,
+                return await self._client.post(url, data=body, headers=headers,
                                                allow_redirects=False)
             except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
                 last = exc
@@ -344,8 +359,7 @@ class Proxy:
                 and request.headers.get("content-encoding", "identity").lower() == "identity"):
             forward, rewritten = await self._rewrite(body)
 
-        url = self.config.upstream_url(route.provider, route.upstream_path,
-                                       request.rel_url.raw_query_string)
+        url = self._upstream_url(route, request.rel_url.raw_query_string)
         headers = self._upstream_headers(request, route.provider)
         try:
             up = await self._send(url, headers, forward)
@@ -403,7 +417,8 @@ class Proxy:
             headers[k] = v
         # Only a session's usage is ever read (the ledger tracks nothing else).
         scanner = UsageScanner(up.headers.get("content-type", ""),
-                               up.headers.get("content-encoding", "")) if sid else None
+                               up.headers.get("content-encoding", ""),
+                               self._scan_max) if sid else None
         levers = [rw.lever] if rewritten is not None else []
         observed = False
 

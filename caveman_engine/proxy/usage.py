@@ -22,6 +22,8 @@ import json
 import os
 import zlib
 
+import orjson
+
 from .ledger import Usage
 
 SCAN_MAX = 2 * 1024 * 1024
@@ -29,7 +31,8 @@ SCAN_KEEP = 1024 * 1024
 LINE_MAX = 1024 * 1024
 
 
-def _scan_max() -> int:
+def scan_max() -> int:
+    """The side buffer's cap: ``CAVE_USAGE_SCAN_MAX_BYTES`` when a positive integer."""
     try:
         v = int(os.environ.get("CAVE_USAGE_SCAN_MAX_BYTES", ""))
         return v if v > 0 else SCAN_MAX
@@ -38,49 +41,99 @@ def _scan_max() -> int:
 
 
 def _int(v) -> int:
-    return v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else 0
+    # a positive JSON integer (bool is not one), else 0
+    return v if type(v) is int and v > 0 else 0
 
 
-def _get(d, *path):
-    for k in path:
-        if not isinstance(d, dict):
-            return None
-        d = d.get(k)
-    return d
+class _Inexact(Exception):
+    """A number that orjson may have read otherwise than the standard library."""
 
 
-def usage_of(u: dict) -> Usage:
+def _int_orjson(v) -> int:
+    """:func:`_int` of a value orjson decoded. orjson turns an integer beyond 64 bits into a
+    float, where the standard library keeps the integer: such a float (or any float that
+    large) sends the document back to the standard library."""
+    if type(v) is int:
+        return v if v > 0 else 0
+    if type(v) is float and v >= 1.8e19:
+        raise _Inexact
+    return 0
+
+
+def usage_of(u: dict, num=_int) -> Usage:
     """One usage object → (input, cache read, cache creation)."""
-    cc = _int(u.get("cache_creation_input_tokens"))
-    if "cache_creation_input_tokens" not in u and isinstance(u.get("cache_creation"), dict):
-        cd = u["cache_creation"]
-        cc = _int(cd.get("ephemeral_5m_input_tokens")) + _int(cd.get("ephemeral_1h_input_tokens"))
-    cr = _int(u.get("cache_read_input_tokens"))
+    get = u.get
+    cc = get("cache_creation_input_tokens")
+    if cc is None and "cache_creation_input_tokens" not in u:
+        cd = get("cache_creation")
+        cc = num(cd.get("ephemeral_5m_input_tokens")) + \
+            num(cd.get("ephemeral_1h_input_tokens")) if isinstance(cd, dict) else 0
+    else:
+        cc = num(cc)
+    cr = num(get("cache_read_input_tokens"))
     for details in ("prompt_tokens_details", "input_tokens_details"):
-        d = u.get(details)
+        d = get(details)
         if isinstance(d, dict):
-            cc = max(cc, _int(d.get("cache_write_tokens")))
-            cr = max(cr, _int(d.get("cached_tokens")))
-    cr = max(cr, _int(u.get("cached_input_tokens")))
-    inp = max(_int(u.get("input_tokens")), _int(u.get("prompt_tokens")),
-              _int(u.get("promptTokenCount")))
+            v = num(d.get("cache_write_tokens"))
+            if v > cc:
+                cc = v
+            v = num(d.get("cached_tokens"))
+            if v > cr:
+                cr = v
+    v = num(get("cached_input_tokens"))
+    if v > cr:
+        cr = v
+    inp = max(num(get("input_tokens")), num(get("prompt_tokens")),
+              num(get("promptTokenCount")))
     return Usage(inp, cr, cc)
 
 
 def _merge(acc: Usage, u: Usage) -> None:
-    acc.input_tokens = max(acc.input_tokens, u.input_tokens)
-    acc.cache_read = max(acc.cache_read, u.cache_read)
-    acc.cache_creation = max(acc.cache_creation, u.cache_creation)
+    if u.input_tokens > acc.input_tokens:
+        acc.input_tokens = u.input_tokens
+    if u.cache_read > acc.cache_read:
+        acc.cache_read = u.cache_read
+    if u.cache_creation > acc.cache_creation:
+        acc.cache_creation = u.cache_creation
 
 
-def scan_value(doc, acc: Usage) -> None:
+def scan_value(doc, acc: Usage, num=_int) -> None:
     if not isinstance(doc, dict):
         return
-    for path in (("usage",), ("usageMetadata",), ("message", "usage"), ("response", "usage"),
-                 ("response", "usageMetadata")):
-        u = _get(doc, *path)
+    get = doc.get
+    for u in (get("usage"), get("usageMetadata")):
         if isinstance(u, dict):
-            _merge(acc, usage_of(u))
+            _merge(acc, usage_of(u, num))
+    for outer, name in (("message", "usage"), ("response", "usage"),
+                        ("response", "usageMetadata")):
+        d = get(outer)
+        if isinstance(d, dict):
+            u = d.get(name)
+            if isinstance(u, dict):
+                _merge(acc, usage_of(u, num))
+
+
+def _scan_json(data: bytes, acc: Usage) -> None:
+    """The usage of one JSON document; ValueError or RecursionError when it is not one.
+    orjson decodes first (several times faster than the standard library); a document it
+    refuses (NaN, lone surrogates, a BOM, nesting past 1,024) or whose usage numbers it may
+    have read otherwise (see :func:`_int_orjson`) is decoded by the standard library, so the
+    usage is the same either way. (Only a document nested deeper than the standard
+    library's recursion limit but within orjson's is now read where it was not.)"""
+    try:
+        doc = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        pass
+    else:
+        found = Usage()
+        try:
+            scan_value(doc, found, _int_orjson)
+        except _Inexact:
+            pass
+        else:
+            _merge(acc, found)
+            return
+    scan_value(json.loads(data), acc)
 
 
 def scan_line(line: bytes, acc: Usage) -> None:
@@ -92,19 +145,17 @@ def scan_line(line: bytes, acc: Usage) -> None:
     if line == b"[DONE]" or b"sage" not in line:  # usage / usageMetadata
         return
     try:
-        scan_value(json.loads(line), acc)
+        _scan_json(line, acc)
     except (ValueError, RecursionError):
         pass
 
 
 def scan_document(data: bytes, acc: Usage) -> None:
     try:
-        doc = json.loads(data)
+        _scan_json(data, acc)
     except (ValueError, RecursionError):
         for line in data.split(b"\n"):
             scan_line(line, acc)
-        return
-    scan_value(doc, acc)
 
 
 def _decode(data: bytes, encoding: str) -> bytes | None:
@@ -135,7 +186,8 @@ def _decode(data: bytes, encoding: str) -> bytes | None:
 
 
 class UsageScanner:
-    def __init__(self, content_type: str = "", content_encoding: str = "") -> None:
+    def __init__(self, content_type: str = "", content_encoding: str = "",
+                 max_bytes: int | None = None) -> None:
         self.encoding = content_encoding or ""
         self.streaming = (
             self.encoding.strip().lower() in ("", "identity")
@@ -146,7 +198,7 @@ class UsageScanner:
         self._skipping = False  # inside an over-long line
         self._buf = bytearray()
         self._overflowed = False
-        self._max = _scan_max()
+        self._max = max_bytes if max_bytes is not None else scan_max()
 
     def feed(self, chunk: bytes) -> None:
         if self.streaming:
