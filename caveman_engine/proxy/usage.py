@@ -142,7 +142,9 @@ def scan_line(line: bytes, acc: Usage) -> None:
         return
     if line.startswith(b"data:"):
         line = line[5:].strip()
-    if line == b"[DONE]" or b"sage" not in line:  # usage / usageMetadata
+    # usage / usageMetadata (find, not `in`: bytes.__contains__ first tries the word as an
+    # integer and builds and drops a TypeError each time)
+    if line == b"[DONE]" or line.find(b"sage") < 0:
         return
     try:
         _scan_json(line, acc)
@@ -227,7 +229,7 @@ class UsageScanner:
             # the chunk has that word between them at all.
             if last > first and chunk.find(b"sage", first + 1, last) >= 0:
                 for line in chunk[first + 1:last].split(b"\n"):
-                    if b"sage" in line:
+                    if line.find(b"sage") >= 0:
                         scan_line(line, self.usage)
             start = last + 1
         else:
