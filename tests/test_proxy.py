@@ -560,6 +560,64 @@ def test_routes_health_and_404(harness):
     assert h.fake.received == []
 
 
+def test_health_answers_head_and_other_methods_are_routed(harness):
+    h = harness("annotations")
+    for path in ("/health/live", "/health/ready"):
+        r = request(h.proxy_url + path, method="HEAD")
+        assert r.status == 200 and r.body == b""
+        r = request(h.proxy_url + path, b"{}", method="POST")
+        assert r.status == 404
+        assert json.loads(r.body)["error"]["code"] == "cave_route_not_found"
+    assert h.fake.received == []
+
+
+def _raw_exchange(port: int, head: bytes, body: bytes) -> tuple[bytes, bytes]:
+    """Send ``head``; wait for an interim answer before sending ``body``. (What came back
+    before the body, everything after it up to the end of the final response.)"""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(head)
+        early = s.recv(65536)
+        s.sendall(body)
+        rest = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            rest += chunk
+        return early, rest
+
+
+def test_expect_100_continue_is_answered_before_the_body(harness):
+    h = harness("annotations")
+    port = int(h.proxy_url.rsplit(":", 1)[1])
+    body = _anthropic_body(b'[{"name":"x","input_schema":{"title":"T","type":"object"}}]')
+    head = (b"POST /v1/messages HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Connection: close\r\nExpect: 100-continue\r\n"
+            b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n")
+    early, rest = _raw_exchange(port, head, body)
+    assert early == b"HTTP/1.1 100 Continue\r\n\r\n"
+    assert rest.startswith(b"HTTP/1.1 200 ")
+    assert rest.endswith(h.fake.sent[-1].body)
+    assert h.fake.received[-1].body != body  # rewritten as usual
+    # an expectation the proxy cannot meet: 417, nothing sent upstream
+    n = len(h.fake.received)
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(head.replace(b"100-continue", b"200-ok"))
+        assert s.recv(65536).startswith(b"HTTP/1.1 417 ")
+    assert len(h.fake.received) == n
+
+
+def test_upstream_cookies_are_never_sent_back_upstream(harness):
+    h = harness("off", engine=None)
+    # by name: a cookie jar keeps no cookies of an IP-address host
+    h.proxy.config.upstreams["anthropic"] = h.upstream_url.replace("127.0.0.1", "localhost")
+    h.fake.push(Reply(headers={"set-cookie": "upstream=secret; Path=/"}))
+    r = post(h.proxy_url + "/v1/messages", b"{}", {"x-api-key": "client-a"})
+    assert r.header("set-cookie") == "upstream=secret; Path=/"  # the client gets it as sent
+    post(h.proxy_url + "/v1/messages", b"{}", {"x-api-key": "client-b"})
+    assert "cookie" not in {k.lower() for k in h.fake.received[-1].headers}
+
+
 def test_prefixes_agent_slug_and_query(harness):
     h = harness("annotations")
     body = _anthropic_body(b'[{"name":"x","input_schema":{"title":"T","type":"object"}}]')
