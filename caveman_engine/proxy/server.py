@@ -315,12 +315,14 @@ class Proxy:
 
     @staticmethod
     def _copy_headers(up: aiohttp.ClientResponse, out: CIMultiDict) -> None:
-        named = set()
-        for v in up.headers.getall("connection", []):
-            named.update(t.strip().lower() for t in v.split(",") if t.strip())
-        for k, v in up.headers.items():
+        src = up.headers
+        named = frozenset()
+        if "connection" in src:
+            named = {t.strip().lower() for v in src.getall("connection")
+                     for t in v.split(",") if t.strip()}
+        for k, v in src.items():
             lk = k.lower()
-            if lk in HOP_BY_HOP or lk in named or lk.startswith("x-cave"):
+            if lk in HOP_BY_HOP or lk.startswith("x-cave") or lk in named:
                 continue
             out.add(k, v)
 
@@ -399,22 +401,26 @@ class Proxy:
             return body, None
         return spliced, result
 
-    async def _relay(self, request, up: aiohttp.ClientResponse, rid, trace, extra, rewritten,
-                     sid) -> web.StreamResponse:
-        headers = CIMultiDict()
-        self._copy_headers(up, headers)
-        headers["x-cave-request-id"] = rid
-        headers["x-cave-trace-id"] = trace
-        headers["x-cave-project"] = self.config.label
+    def _headers(self, out: CIMultiDict, up: aiohttp.ClientResponse, rid, trace, extra,
+                 rewritten) -> None:
+        """The client's response headers, written into the response's own header map."""
+        self._copy_headers(up, out)
+        out["x-cave-request-id"] = rid
+        out["x-cave-trace-id"] = trace
+        out["x-cave-project"] = self.config.label
         rw = self.rewriter
         if rewritten is not None:
-            headers[OPTIMIZATION_HEADER] = rw.lever
-            headers[STRIP_HEADER] = rw.level
-            headers[HANDLE_HEADER] = rewritten.handle
+            out[OPTIMIZATION_HEADER] = rw.lever
+            out[STRIP_HEADER] = rw.level
+            out[HANDLE_HEADER] = rewritten.handle
         else:
-            headers[OPTIMIZATION_HEADER] = "none"
+            out[OPTIMIZATION_HEADER] = "none"
         for k, v in extra.items():
-            headers[k] = v
+            out[k] = v
+
+    async def _relay(self, request, up: aiohttp.ClientResponse, rid, trace, extra, rewritten,
+                     sid) -> web.StreamResponse:
+        rw = self.rewriter
         # Only a session's usage is ever read (the ledger tracks nothing else).
         scanner = UsageScanner(up.headers.get("content-type", ""),
                                up.headers.get("content-encoding", ""),
@@ -445,8 +451,9 @@ class Proxy:
                     scanner.feed(first)
                 observe()
                 up.release()
-                return web.Response(status=up.status, reason=up.reason, body=first,
-                                    headers=headers)
+                resp = web.Response(status=up.status, reason=up.reason, body=first)
+                self._headers(resp.headers, up, rid, trace, extra, rewritten)
+                return resp
         if not first:
             try:
                 first = up.content.read_nowait(CHUNK)
@@ -455,7 +462,8 @@ class Proxy:
         # Bytes that are already here go out in one write with the headers; with nothing here
         # yet, the headers go at once (the client sees the response start while it waits).
         kind = _StartWithFirstChunk if first else web.StreamResponse
-        resp = kind(status=up.status, reason=up.reason, headers=headers)
+        resp = kind(status=up.status, reason=up.reason)
+        self._headers(resp.headers, up, rid, trace, extra, rewritten)
         sent = 0
         upstream_broken = client_gone = False
         finished = False
