@@ -95,30 +95,32 @@ def _uuid_text(value: int) -> str:
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
-def uuid7() -> str:
+def uuid7(random_bytes: bytes | None = None) -> str:
+    """A UUIDv7: the time in ms and 74 random bits (from ``random_bytes``, 10 bytes, when
+    given)."""
     ms = time.time_ns() // 1_000_000
-    rand = int.from_bytes(os.urandom(10), "big")
+    rand = int.from_bytes(random_bytes if random_bytes is not None else os.urandom(10), "big")
     value = (ms & ((1 << 48) - 1)) << 80 | 0x7 << 76 | (rand >> 68 & 0xFFF) << 64
     value |= 0b10 << 62 | (rand & ((1 << 62) - 1))
     return _uuid_text(value)
 
 
-def _uuid4_hex() -> str:
-    """``uuid.uuid4().hex`` without the UUID object: 122 random bits, version 4, variant
-    RFC 4122."""
-    value = int.from_bytes(os.urandom(16), "big")
+def _uuid4_hex(random_bytes: bytes | None = None) -> str:
+    """``uuid.uuid4().hex`` without the UUID object: 122 random bits (from ``random_bytes``,
+    16 bytes, when given), version 4, variant RFC 4122."""
+    value = int.from_bytes(random_bytes if random_bytes is not None else os.urandom(16), "big")
     value = (value & ~(0xF << 76) & ~(0b11 << 62)) | 0x4 << 76 | 0b10 << 62
     return f"{value:032x}"
 
 
-def trace_id(headers) -> str:
+def trace_id(headers, random_bytes: bytes | None = None) -> str:
     t = headers.get("x-cave-trace-id", "")
     if len(t) == 32:
         return t
     tp = headers.get("traceparent", "")
     if len(tp) >= 55:
         return tp[3:35]
-    return _uuid4_hex()
+    return _uuid4_hex(random_bytes)
 
 
 class UpstreamUnavailable(Exception):
@@ -330,7 +332,8 @@ class Proxy:
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         self.requests += 1
-        rid, trace = uuid7(), trace_id(request.headers)
+        rnd = os.urandom(26)  # one system call for both ids
+        rid, trace = uuid7(rnd[:10]), trace_id(request.headers, rnd[10:])
         path = request.rel_url.raw_path
         agent = None
         if path.startswith("/w/"):
