@@ -513,3 +513,199 @@ def test_event_loop_is_uvloop_when_installed_else_asyncio(monkeypatch):
     except ImportError:
         return
     assert cli._loop_factory() is uvloop.new_event_loop
+
+
+# --------------------------------------------------------------------------- eager body writes
+
+
+def _loop_factories():
+    import asyncio
+
+    out = [asyncio.new_event_loop]
+    try:
+        import uvloop
+    except ImportError:
+        return out
+    return out + [uvloop.new_event_loop]
+
+
+class _BodyServer:
+    """A blocking HTTP/1.1 server on a thread: reads one request after another on one
+    connection (``pause`` seconds before reading each body), notes when each whole body had
+    arrived and answers with the body's SHA-256."""
+
+    def __init__(self, pause: float = 0.0) -> None:
+        import socket
+        import threading
+
+        self.pause = pause
+        self.arrived: list[float] = []
+        self.got_bytes = 0
+        self.closed_early = threading.Event()
+        self.done = threading.Event()  # the connection has ended
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        try:
+            self._serve_one()
+        finally:
+            self.done.set()
+
+    def _serve_one(self) -> None:
+        import hashlib
+        import time
+
+        conn, _ = self.sock.accept()
+        with conn:
+            buf = b""
+            while True:
+                while b"\r\n\r\n" not in buf:
+                    chunk = conn.recv(65536)
+                    if not chunk:
+                        return
+                    buf += chunk
+                head, _, buf = buf.partition(b"\r\n\r\n")
+                length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
+                time.sleep(self.pause)
+                while len(buf) < length:
+                    chunk = conn.recv(1 << 20)
+                    if not chunk:
+                        self.got_bytes = len(buf)
+                        self.closed_early.set()
+                        return
+                    buf += chunk
+                body, buf = buf[:length], buf[length:]
+                self.arrived.append(time.monotonic())
+                digest = hashlib.sha256(body).hexdigest().encode()
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s"
+                             % (len(digest), digest))
+
+
+def _run(loop_factory, coro_fn):
+    import asyncio
+
+    loop = loop_factory()
+    try:
+        return loop.run_until_complete(coro_fn(loop))
+    finally:
+        loop.close()
+        asyncio.set_event_loop(None)
+
+
+@pytest.mark.parametrize("loop_factory", _loop_factories())
+def test_eager_body_is_on_the_wire_before_queued_work_runs(loop_factory):
+    import asyncio
+    import sys
+    import time
+
+    import aiohttp
+
+    from caveman_engine.proxy import eager
+
+    server = _BodyServer()
+
+    async def main(loop):
+        installed = eager.install(loop)
+        assert installed == (sys.version_info < (3, 12))
+        try:
+            async with aiohttp.ClientSession() as s:
+                url = f"http://127.0.0.1:{server.port}/"
+                async with s.post(url, data=b"warm") as r:  # a kept-alive connection
+                    await r.read()
+                # work queued before the request, as other requests' steps would be
+                loop.call_soon(time.sleep, 0.5)
+                t0 = time.monotonic()
+                async with s.post(url, data=b"x" * 20000) as r:
+                    await r.read()
+                return server.arrived[-1] - t0
+        finally:
+            eager.uninstall(loop)
+
+    # the body went out in the step that sent the headers, not after the queued 0.5 s
+    assert _run(loop_factory, main) < 0.25
+
+
+@pytest.mark.parametrize("loop_factory", _loop_factories())
+def test_eager_body_that_must_wait_is_written_whole(loop_factory):
+    import hashlib
+
+    import aiohttp
+
+    from caveman_engine.proxy import eager
+
+    server = _BodyServer(pause=0.2)  # the body fills the socket buffers: the write waits
+    body = bytes(range(256)) * (64 * 1024)  # 16 MiB
+
+    async def main(loop):
+        eager.install(loop)
+        try:
+            async with aiohttp.ClientSession() as s:
+                async with s.post(f"http://127.0.0.1:{server.port}/", data=body) as r:
+                    return await r.read()
+        finally:
+            eager.uninstall(loop)
+
+    assert _run(loop_factory, main) == hashlib.sha256(body).hexdigest().encode()
+
+
+@pytest.mark.parametrize("loop_factory", _loop_factories())
+def test_eager_body_write_is_cancelled_with_its_request(loop_factory):
+    import asyncio
+
+    import aiohttp
+
+    from caveman_engine.proxy import eager
+
+    server = _BodyServer(pause=1.0)  # reads nothing for a second: the write is waiting
+    body = b"y" * (64 * 1024 * 1024)
+
+    async def main(loop):
+        eager.install(loop)
+        try:
+            async with aiohttp.ClientSession() as s:
+                task = asyncio.ensure_future(s.post(f"http://127.0.0.1:{server.port}/",
+                                                    data=body))
+                await asyncio.sleep(0.3)
+                task.cancel()
+                with pytest.raises(asyncio.CancelledError):
+                    await task
+            for _ in range(100):  # the loop runs on while the connection winds down
+                if server.done.is_set():
+                    break
+                await asyncio.sleep(0.1)
+        finally:
+            eager.uninstall(loop)
+
+    _run(loop_factory, main)
+    # The request is gone and so is its connection. (Bytes the write had already handed to
+    # the transport may still be flushed before it closes, as with aiohttp's own eager
+    # start on Python 3.12+.)
+    assert server.done.wait(10)
+    assert server.closed_early.is_set() or len(server.arrived) == 1
+
+
+def test_eager_factory_is_installed_only_when_free():
+    import asyncio
+    import sys
+
+    from caveman_engine.proxy import eager
+
+    loop = asyncio.new_event_loop()
+    try:
+        assert eager.install(loop) == (sys.version_info < (3, 12))
+        assert eager.install(loop) is False  # a factory is already set
+        eager.uninstall(loop)
+        assert loop.get_task_factory() is None
+
+        def other(lp, coro, **kw):
+            return asyncio.Task(coro, loop=lp, **kw)
+
+        loop.set_task_factory(other)
+        assert eager.install(loop) is False
+        eager.uninstall(loop)
+        assert loop.get_task_factory() is other  # someone else's factory stays
+    finally:
+        loop.close()

@@ -24,7 +24,7 @@ from aiohttp import web
 from multidict import CIMultiDict
 from yarl import URL
 
-from . import catalog
+from . import catalog, eager
 from .config import Config
 from .ledger import Ledger, session_id
 from .rewrite import Rewriter
@@ -162,6 +162,7 @@ class Proxy:
         self.retry_sleeps = retry_sleeps
         self._client: aiohttp.ClientSession | None = None
         self._urls: dict[tuple[str, str, str], URL] = {}
+        self._eager_loop: asyncio.AbstractEventLoop | None = None
         self._scan_max = scan_max()  # read once, not for every response
         self.requests = 0
 
@@ -188,6 +189,9 @@ class Proxy:
         return await self.handle(request)
 
     async def _start(self) -> None:
+        # the upstream body goes out in the step that sends its headers (see eager)
+        self._eager_loop = asyncio.get_running_loop() \
+            if eager.install(asyncio.get_running_loop()) else None
         timeout = aiohttp.ClientTimeout(
             total=None, sock_connect=self.config.connect_timeout,
             sock_read=self.config.upstream_timeout,
@@ -206,6 +210,9 @@ class Proxy:
     async def _stop(self) -> None:
         if self._client is not None:
             await self._client.close()
+        if self._eager_loop is not None:
+            eager.uninstall(self._eager_loop)
+            self._eager_loop = None
 
     def runner(self) -> web.BaseRunner:
         """A runner for the proxy's server: request bodies kept as sent (no inbound
