@@ -709,3 +709,41 @@ def test_eager_factory_is_installed_only_when_free():
         assert loop.get_task_factory() is other  # someone else's factory stays
     finally:
         loop.close()
+
+
+@pytest.mark.parametrize("cancel_first", [False, True])
+def test_eager_rest_resumes_or_cancels_the_started_coroutine(cancel_first):
+    import asyncio
+
+    from caveman_engine.proxy.eager import _Rest
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        fut = loop.create_future()
+        log = []
+
+        async def body():
+            log.append("started")
+            try:
+                value = await fut
+            except asyncio.CancelledError:
+                log.append("cancelled")
+                raise
+            log.append("resumed")
+            return value * 2
+
+        coro = body()
+        waiting = coro.send(None)  # the eager first step: runs up to the wait
+        task = asyncio.Task(_Rest(coro, waiting))
+        if cancel_first:
+            task.cancel()  # before the task's first step: the cancel still reaches body()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            return log
+        await asyncio.sleep(0)
+        fut.set_result(21)
+        assert await task == 42
+        return log
+
+    log = asyncio.run(main())
+    assert log == (["started", "cancelled"] if cancel_first else ["started", "resumed"])

@@ -20,8 +20,8 @@ already has a task factory, or when aiohttp has no such method.
 from __future__ import annotations
 
 import asyncio
+import collections.abc
 import sys
-import types
 
 try:
     from aiohttp import ClientRequest
@@ -31,23 +31,41 @@ except (ImportError, AttributeError):  # another aiohttp: nothing to do
     _EAGER_CODE = None
 
 
-@types.coroutine
-def _resume(coro, waiting):
-    """The rest of ``coro``, which has already run up to ``waiting`` (what it yielded): hand
-    that to the task and pass whatever the task sends or throws back into ``coro``."""
-    while True:
-        try:
-            sent = yield waiting
-        except BaseException as exc:  # noqa: BLE001 - the task's cancel or a failed wait
-            try:
-                waiting = coro.throw(exc)
-            except StopIteration as stop:
-                return stop.value
-        else:
-            try:
-                waiting = coro.send(sent)
-            except StopIteration as stop:
-                return stop.value
+class _Rest(collections.abc.Coroutine):
+    """The rest of ``coro``, which has already run up to ``waiting`` (what it yielded), for a
+    task to drive: the task's first step gets ``waiting``; every later send, and any throw
+    (a cancel, even one before the first step, or a failed wait), goes into ``coro``."""
+
+    __slots__ = ("_coro", "_waiting", "_first")
+
+    def __init__(self, coro, waiting) -> None:
+        self._coro = coro
+        self._waiting = waiting
+        self._first = True
+
+    def send(self, value):
+        if self._first:
+            self._first = False
+            waiting, self._waiting = self._waiting, None
+            return waiting
+        return self._coro.send(value)
+
+    def throw(self, *exc):
+        self._first = False
+        self._waiting = None
+        return self._coro.throw(*exc)
+
+    def close(self) -> None:
+        self._coro.close()
+
+    def __await__(self):
+        return self
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        return self.send(None)
 
 
 def _factory(loop, coro, **kwargs):
@@ -63,7 +81,7 @@ def _factory(loop, coro, **kwargs):
         failed = loop.create_future()
         failed.set_exception(exc)
         return failed
-    return asyncio.Task(_resume(coro, waiting), loop=loop, **kwargs)
+    return asyncio.Task(_Rest(coro, waiting), loop=loop, **kwargs)
 
 
 def install(loop: asyncio.AbstractEventLoop) -> bool:
