@@ -747,3 +747,47 @@ def test_eager_rest_resumes_or_cancels_the_started_coroutine(cancel_first):
 
     log = asyncio.run(main())
     assert log == (["started", "cancelled"] if cancel_first else ["started", "resumed"])
+
+
+@pytest.mark.parametrize("loop_factory", _loop_factories())
+def test_eager_handler_runs_as_its_own_task(loop_factory):
+    import asyncio
+    import contextvars
+    import sys
+
+    import aiohttp
+    from aiohttp import web
+
+    from caveman_engine.proxy import eager
+
+    var = contextvars.ContextVar("var", default="unset")
+    seen = []
+
+    async def handler(request):
+        first = asyncio.current_task()
+        before = var.get()
+        var.set(request.path)  # must not leak into the next request's handler
+        await asyncio.sleep(0.01)
+        seen.append((first is asyncio.current_task(), before, first))
+        return web.Response(text="ok")
+
+    async def main(loop):
+        assert eager.install(loop) == (sys.version_info < (3, 12))
+        runner = web.ServerRunner(web.Server(handler, access_log=None))
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]
+        try:
+            async with aiohttp.ClientSession() as s:
+                for path in ("/a", "/b"):  # one kept-alive connection
+                    async with s.get(f"http://127.0.0.1:{port}{path}") as r:
+                        assert await r.text() == "ok"
+        finally:
+            await runner.cleanup()
+            eager.uninstall(loop)
+
+    _run(loop_factory, main)
+    # the same task before and after the first wait, a new one per request, no leaked context
+    assert [(same, before) for same, before, _ in seen] == [(True, "unset"), (True, "unset")]
+    assert seen[0][2] is not seen[1][2]
