@@ -91,7 +91,7 @@ def outermost_functions(lang: str, tree: ts.Tree) -> list[tuple[ts.Node, ts.Node
 
 def fixture_files():
     for path in sorted(FIXTURES.glob("*/*")):
-        if path.suffix != ".expected":
+        if path.is_file() and path.suffix != ".expected":
             yield pytest.param(path, id=f"{path.parent.name}/{path.name}")
 
 
