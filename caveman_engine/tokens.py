@@ -65,6 +65,12 @@ APPROX_NAME = "approx-chars/4"
 # faster than Python. (Catalogs, logs and JSON merge under one byte per 100 characters.)
 MERGE_BUDGET = 32 * 1024
 MERGE_DENSITY = 32
+# Binary input (invalid UTF-8 decodes to U+FFFD, one per byte) is all such pieces: a text of
+# at least BINARY_MIN characters, one in BINARY_SHARE or more of them U+FFFD, goes to the
+# encoder from its first chunk instead of after MERGE_BUDGET bytes merged in Python (those
+# cost about as much as building the encoder).
+BINARY_MIN = 1 << 16
+BINARY_SHARE = 16
 # Pre-split pieces longer than this are merged by the encoder even for small inputs.
 LONG_PIECE = 256
 # The piece memo (piece -> token count), shared by every count of one counter (the engine
@@ -629,6 +635,9 @@ class O200kCounter(Counter):
             # its scanner counts every position where nothing matches toward one backtrack
             # limit per search, and ~150k DEL in a row make it panic.
             text = _DEL_RUN.sub("\x7f", text)
+        if (self._encoding is None and len(text) >= BINARY_MIN
+                and text.count("\ufffd") * BINARY_SHARE >= len(text)):
+            self.encoding()
         total = 0
         segments = [True]
         for chunk in _chunks(text):

@@ -564,3 +564,24 @@ def test_logs_and_catalogs_stay_in_python(tmp_path, encoder):
         n = c.count(data)
         assert c._encoding is None
         assert n == len(encoder.encode_ordinary(gotext.decode(data)))
+
+
+def test_binary_input_goes_to_the_encoder_from_the_start_and_counts_alike(tmp_path, counter):
+    """Invalid UTF-8 from BINARY_MIN characters on (one U+FFFD per byte) builds the encoder
+    before the first chunk; a text just below either threshold keeps the Python path. Either
+    way the count is the Python path's."""
+    import random
+
+    tmp_path.chmod(0o700)
+    rng = random.Random(7)
+    binary = bytes(rng.getrandbits(8) for _ in range(tokens.BINARY_MIN + 1000))
+    fresh = tokens.O200kCounter(tmp_path)
+    n = fresh.count(binary)
+    assert fresh._encoding is not None
+    assert n == counter.count_small(gotext.decode(binary), memo=False)
+    # ASCII with one U+FFFD per BINARY_SHARE + 1 characters: below the share
+    sparse = (b"a" * tokens.BINARY_SHARE + b"\xff") * (tokens.BINARY_MIN // tokens.BINARY_SHARE)
+    fresh = tokens.O200kCounter(tmp_path)
+    n = fresh.count(sparse)
+    assert fresh._encoding is None
+    assert n == counter.count_small(gotext.decode(sparse), memo=False)
