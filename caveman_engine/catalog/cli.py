@@ -252,7 +252,10 @@ Exit codes:
 
 \b
 Proof and sampling:
-  proven  is a proof: identical once annotations are stripped.
+  proven  is a proof: identical once annotations are stripped, or
+          also once a root $schema and unreferenced definitions
+          are, where jsonschema gives every keyword left the same
+          meaning in both drafts.
   tested  is sampling, not a proof: no disagreement on at least
           --min-instances instances checked in each direction
           (generated from one schema plus their near misses, validated

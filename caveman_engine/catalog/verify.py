@@ -195,9 +195,81 @@ def _refs_into_annotations(schema: Any) -> bool:
 
 
 def is_proven(a: Any, b: Any) -> bool:
-    """The proof: identical once annotations are stripped."""
+    """The first proof: identical once annotations are stripped."""
     return (strip_annotations(a) == strip_annotations(b)
             and not _refs_into_annotations(a) and not _refs_into_annotations(b))
+
+
+IDENTICAL = "identical once annotations are stripped"
+SAME_DRAFT = "identical once annotations and unreferenced definitions are stripped"
+OTHER_DRAFT = ("identical once annotations, the root $schema and unreferenced definitions are "
+               "stripped, and every keyword it uses means the same in both drafts")
+# Where a reference could resolve differently from one draft to the other.
+_IDENTIFIERS = frozenset(("$id", "id", "$anchor", "$dynamicAnchor", "$dynamicRef",
+                          "$recursiveRef", "$recursiveAnchor"))
+
+
+def proof(a: Any, b: Any) -> str | None:
+    """Why ``a`` and ``b`` accept exactly the same instances, or None when that is not proven
+    (they may still be the same: then they are tested).
+
+    1. identical once annotations are stripped (:func:`is_proven`);
+    2. both compile, and they are identical once annotations, the root ``$schema`` and the
+       definitions no reference reaches are stripped (the sampling copy of
+       :func:`_sample_source`), and ``jsonschema`` validates that common schema alike in the
+       drafts the two declare (:func:`_same_in_drafts`). Typical case: a ``toolschema-safe``
+       rewrite that dropped a draft-07 ``$schema`` URI and unused ``$defs``."""
+    if is_proven(a, b):
+        return IDENTICAL
+    if not (isinstance(a, dict) and isinstance(b, dict)):
+        return None
+    if _refs_into_annotations(a) or _refs_into_annotations(b):
+        return None
+    common = _sample_source(a)
+    if common != _sample_source(b):
+        return None
+    ca, cb = _validator_class(a), _validator_class(b)
+    if not _same_in_drafts(common, ca, cb):
+        return None
+    if compile_errors(a) or compile_errors(b):
+        return None
+    return SAME_DRAFT if ca is cb else OTHER_DRAFT
+
+
+# jsonschema's ``items`` of drafts 6 to 2019-09 and of 2020-12 (read in jsonschema 4.26).
+_ITEMS_FUNCTIONS = {"items_draft6_draft7_draft201909", "items"}
+
+
+def _same_in_drafts(schema: Any, ca, cb) -> bool:
+    """Whether validator classes ``ca`` and ``cb`` give ``schema`` the same meaning, read off
+    ``jsonschema`` itself: the same type checker, and every keyword at every schema position
+    implemented by the very same function in both. One exception, from the two functions'
+    code: ``items`` given one schema, with no ``prefixItems``/``additionalItems`` beside it,
+    applies that schema to every element in both (draft 6-2019-09 and 2020-12). Nothing that
+    makes references resolve differently may occur (identifiers, anchors, dynamic or recursive
+    references, a nested ``$schema``), and a ``$ref`` has no validating sibling (drafts up to 7
+    ignore them, later ones apply them)."""
+    if ca is cb:
+        return True
+    if ca.TYPE_CHECKER != cb.TYPE_CHECKER:
+        return False
+    va, vb = ca.VALIDATORS, cb.VALIDATORS
+    items_alike = {getattr(va.get("items"), "__name__", None),
+                   getattr(vb.get("items"), "__name__", None)} == _ITEMS_FUNCTIONS
+    for node in js.nodes(schema):
+        if not _IDENTIFIERS.isdisjoint(node) or (node is not schema and "$schema" in node):
+            return False
+        if "$ref" in node and any(k != "$ref" and (k in va or k in vb) for k in node):
+            return False
+        for k, v in node.items():
+            fa, fb = va.get(k), vb.get(k)
+            if fa is fb:
+                continue
+            if (k == "items" and items_alike and isinstance(v, (dict, bool))
+                    and {"prefixItems", "additionalItems"}.isdisjoint(node)):
+                continue
+            return False
+    return True
 
 
 # --------------------------------------------------------------------------- compiling
@@ -493,8 +565,9 @@ def compare(a: Any, b: Any, *, examples: int = DEFAULT_EXAMPLES, mutants: int = 
             min_instances: int = DEFAULT_MIN_INSTANCES) -> Verdict:
     """The verdict for original ``a`` vs rewritten ``b`` (plain JSON values, numbers as
     int/float). Memoised per process (the same pair recurs across envelopes of one catalog)."""
-    if is_proven(a, b):
-        return Verdict(PROVEN, detail="identical once annotations are stripped")
+    why = proof(a, b)
+    if why is not None:
+        return Verdict(PROVEN, detail=why)
     key = (_key(a), _key(b), examples, mutants, min_instances)
     hit = _MEMO.get(key)
     if hit is None:
@@ -740,7 +813,7 @@ def verify_docs(original: Any, rewritten: Any, *, examples: int = DEFAULT_EXAMPL
                 progress=None) -> Report:
     """Compare two decoded catalogs (or two bare schemas). Raises :class:`MissingDependency`.
 
-    Proven pairs (identical once annotations are stripped) are settled without generating
+    Proven pairs (:func:`proof`) are settled without generating
     anything. The other pairs are tested once per distinct (original, rewritten) pair, keyed
     by the canonical serialisation of *both* schemas; with ``jobs`` > 1 (default: 2 when at
     least :data:`PARALLEL_MIN_PAIRS` distinct pairs need testing and two cores are usable;
@@ -758,8 +831,9 @@ def verify_docs(original: Any, rewritten: Any, *, examples: int = DEFAULT_EXAMPL
     def add(tool: int, name: str, part: str, x: Any, y: Any) -> None:
         a, b = envelope.to_plain(x), envelope.to_plain(y)
         tool_of.append(tool)
-        if is_proven(a, b):
-            entries.append(Outcome(name, part, PROVEN, "identical once annotations are stripped"))
+        why = proof(a, b)
+        if why is not None:
+            entries.append(Outcome(name, part, PROVEN, why))
             return
         key = (_key(a), _key(b))
         tests.setdefault(key, (a, b))
