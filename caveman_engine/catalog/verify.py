@@ -635,8 +635,7 @@ def _drop_unreferenced_defs(schema: dict) -> None:
     def refs(node: Any) -> list[tuple[str, str]] | None:
         out: list[tuple[str, str]] = []
         for n in js.nodes(node):
-            if {"$id", "id", "$anchor", "$dynamicRef", "$dynamicAnchor",
-                "$recursiveRef", "$recursiveAnchor"} & n.keys():
+            if not _IDENTIFIERS.isdisjoint(n):
                 return None
             ref = n.get("$ref")
             if ref is None:
