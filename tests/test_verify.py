@@ -415,6 +415,20 @@ def test_cli_min_instances_out_of_reach_is_inconclusive(cli, files):
     assert " 0 tested, " in lines[-1]
 
 
+def test_cli_a_schema_uri_that_is_not_a_string_does_not_compile(cli, tmp_path):
+    bad, good = tmp_path / "bad.json", tmp_path / "good.json"
+    bad.write_text(json.dumps([{"name": "t", "inputSchema": {"$schema": 5, "type": "object"}}]))
+    good.write_text(json.dumps([{"name": "t", "inputSchema": {"type": "object"}}]))
+    r = cli("verify", str(bad), str(good))
+    assert (r.returncode, r.stderr) == (3, b"")
+    assert r.stdout.decode().splitlines()[0] == (
+        "inconclusive t (input): the original schema does not compile, so nothing can be "
+        "checked against it: 5 is not of type 'string' (at #/$schema)")
+    r = cli("verify", str(good), str(bad))
+    assert r.returncode == 1
+    assert r.stdout.decode().startswith("DIFFERENT t (input): the rewritten schema does not compile")
+
+
 @pytest.mark.parametrize("catalog", ["git.tools.json", "time.tools.json", "everything.tools.json"])
 def test_cli_corpus_safe_output_is_same_exit_0(cli, tmp_path, catalog):
     """The real toolschema-safe output of corpus catalogs: every schema proven or tested."""

@@ -279,7 +279,9 @@ def _validator_class(schema: Any):
     from jsonschema import Draft202012Validator
     from jsonschema.validators import validator_for
 
-    if not isinstance(schema, dict):
+    if not isinstance(schema, dict) or not isinstance(schema.get("$schema", ""), str):
+        # not a schema object, or a $schema that names nothing: read as 2020-12, whose
+        # metaschema then reports the $schema (jsonschema's lookup needs a string)
         return Draft202012Validator
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
