@@ -247,12 +247,15 @@ def _same_in_drafts(schema: Any, ca, cb) -> bool:
     code: ``items`` given one schema, with no ``prefixItems``/``additionalItems`` beside it,
     applies that schema to every element in both (draft 6-2019-09 and 2020-12). Nothing that
     makes references resolve differently may occur (identifiers, anchors, dynamic or recursive
-    references, a nested ``$schema``), and a ``$ref`` has no validating sibling (drafts up to 7
-    ignore them, later ones apply them)."""
+    references, a nested ``$schema``), every ``$ref`` is ``#`` or names a root definition (so it
+    reaches only subschemas the walk checks), and a ``$ref`` has no validating sibling (drafts
+    up to 7 ignore them, later ones apply them)."""
     if ca is cb:
         return True
     if ca.TYPE_CHECKER != cb.TYPE_CHECKER:
         return False
+    if not js.analyze(schema).simple_refs:
+        return False  # a reference could reach a subschema the walk below does not see
     va, vb = ca.VALIDATORS, cb.VALIDATORS
     items_alike = {getattr(va.get("items"), "__name__", None),
                    getattr(vb.get("items"), "__name__", None)} == _ITEMS_FUNCTIONS
