@@ -133,6 +133,75 @@ def test_refused_proofs_are_real_differences(name):
     assert Draft7Validator(_d7(schema)).is_valid(x) != Draft202012Validator(schema).is_valid(x)
 
 
+_KEYWORDS = ("type", "properties", "items", "required", "enum", "const", "minimum", "maxLength",
+             "anyOf", "not", "if", "then", "additionalProperties", "dependentRequired",
+             "dependencies", "contains", "minContains", "prefixItems", "additionalItems", "$ref",
+             "propertyNames", "uniqueItems", "unevaluatedProperties", "exclusiveMinimum")
+_VALUES = (0, 1, -1, 1.5, "a", "ab", "", None, True, [], [1], [1, 1], {}, {"p": 1}, {"p": 1, "q": "x"})
+
+
+def _random_schema(rnd, depth=0):
+    if depth > 2 or rnd.random() < 0.15:
+        return rnd.choice([True, False, {}, {"type": "string"}, {"type": "integer"}])
+    s = {}
+    for _ in range(rnd.randint(1, 3)):
+        k = rnd.choice(_KEYWORDS)
+        sub = lambda: _random_schema(rnd, depth + 1)  # noqa: E731
+        s[k] = {
+            "type": lambda: rnd.choice(["object", "array", "string", "integer", ["string", "null"]]),
+            "properties": lambda: {"p": sub(), "q": sub()},
+            "items": lambda: sub() if rnd.random() < 0.7 else [sub()],
+            "required": lambda: rnd.sample(["p", "q"], rnd.randint(0, 2)),
+            "enum": lambda: [rnd.choice(_VALUES), rnd.choice(_VALUES)],
+            "const": lambda: rnd.choice(_VALUES),
+            "anyOf": lambda: [sub(), sub()], "prefixItems": lambda: [sub()],
+            "dependentRequired": lambda: {"p": ["q"]}, "dependencies": lambda: {"p": ["q"]},
+            "$ref": lambda: rnd.choice(["#/definitions/A", "#/$defs/A"]),
+            "uniqueItems": lambda: True,
+        }.get(k, lambda: sub() if k in ("not", "if", "then", "additionalProperties", "contains",
+                                        "propertyNames", "additionalItems",
+                                        "unevaluatedProperties") else rnd.choice([0, 1, 2]))()
+    return s
+
+
+def test_proof_across_drafts_never_claims_what_the_validators_disagree_on():
+    """Random draft-06/07/2019-09 schemas against their copy without $schema (and without an
+    unused definition): wherever the proof holds, both drafts' validators agree on every
+    instance tried."""
+    import random
+    from jsonschema import Draft6Validator, Draft201909Validator
+
+    drafts = {"http://json-schema.org/draft-06/schema#": Draft6Validator, D7: Draft7Validator,
+              "https://json-schema.org/draft/2019-09/schema": Draft201909Validator}
+    rnd = random.Random(20261201)
+    instances = [*_VALUES, {"p": {"p": 1}}, {"p": [1]}, [[1]], ["a", 2], {"q": None}]
+    proven = 0
+    for _ in range(1500):
+        body = _random_schema(rnd)
+        if not isinstance(body, dict):
+            continue
+        body["definitions"] = {"A": _random_schema(rnd, 1), "Unused": _random_schema(rnd, 1)}
+        body["$defs"] = {"A": _random_schema(rnd, 1)}
+        uri = rnd.choice(list(drafts))
+        a = {"$schema": uri, **json.loads(json.dumps(body))}
+        del body["definitions"]["Unused"]
+        if verify.proof(a, body) is None:
+            continue
+        proven += 1
+        va, vb = drafts[uri](a), Draft202012Validator(body)
+        for x in instances:
+            try:
+                ra = va.is_valid(x)
+            except RecursionError:
+                ra = "recursion"
+            try:
+                rb = vb.is_valid(x)
+            except RecursionError:
+                rb = "recursion"
+            assert ra == rb, (a, x)
+    assert proven >= 300
+
+
 def test_proofs_across_drafts_agree_with_sampling_on_real_catalogs():
     """Every pair of two corpus catalogs that the second proof settles, tested by sampling as
     if there were no proof: no difference."""
