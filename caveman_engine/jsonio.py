@@ -476,8 +476,9 @@ def _encode_str(s: str) -> str:
 def _write(value: Any, sort_keys: bool, indent: bool) -> bytes:
     """The Python writer, for what orjson refuses: nesting beyond its limit, lone surrogates
     (written as U+FFFD), integers beyond 64 bits."""
-    orjson = sys.modules.get("orjson")
-    fragment = orjson.Fragment if orjson is not None else ()
+    import orjson  # already imported: only dumps' orjson fallback comes here
+
+    fragment = orjson.Fragment
     parts: list[str] = []
     # stack items: ("v", value, depth) to write a value, ("s", text) to write raw text
     stack: list[tuple] = [("v", value, 0)]
