@@ -415,9 +415,7 @@ class Proxy:
                  rewritten) -> None:
         """The client's response headers, written into the response's own header map."""
         self._copy_headers(up, out)
-        out["x-cave-request-id"] = rid
-        out["x-cave-trace-id"] = trace
-        out["x-cave-project"] = self.config.label
+        out.update(self._base_headers(rid, trace))
         rw = self.rewriter
         if rewritten is not None:
             out[OPTIMIZATION_HEADER] = rw.lever
