@@ -73,9 +73,9 @@ def test_errorish_elements_and_anomalies_are_kept() -> None:
     out = json.loads(jsonc.compress(json.dumps({"r": rows}).encode()).data)["r"]
     kept = [x["id"] for x in out if "id" in x]
     assert 10 in kept and 15 in kept
-    # One spike in a series this short is no seam (see test_seam_noise_level_is_each_
-    # segments_mean_neighbour_difference): its neighbours are not kept.
-    assert 14 not in kept and 16 not in kept
+    # "ms" is also the seam series (the highest-variance member of every element): the
+    # spike is a step up at 15 and a step down at 16, so its neighbours are kept too.
+    assert 14 in kept and 16 in kept
 
 
 def test_note_only_on_first_large_run() -> None:
@@ -106,23 +106,17 @@ def _compact(v) -> bytes:
     return json.dumps(v, separators=(",", ":")).encode()
 
 
-def test_seams_come_from_top_level_members_only() -> None:
-    # A level shift in a noisy top-level member present in every element keeps both seam
-    # elements (9 and 10).
-    top = _compact([{"k": "a", "v": (i * 7) % 5 + (100 if i >= 10 else 0)} for i in range(20)])
-    assert jsonc.compress(top).data == (
-        b'[{"k":"a","v":0},{"k":"a","v":2},{"k":"a","v":4},'
-        b'{"__caveman_elided__":6,"__caveman_invariants__":"all k=a; range v=0..4"},'
-        b'{"k":"a","v":3},{"k":"a","v":100},'
-        b'{"__caveman_elided__":7,"__caveman_invariants__":"all k=a; range v=100..104"},'
-        b'{"k":"a","v":101},{"k":"a","v":103}]'
-    )
-    # The same shift in a nested leaf (like a DevTools node's chromeRole.value) is no seam:
-    # with no top-level numeric member the series is the element length, constant here.
-    nested = _compact([{"k": "a", "m": {"v": 1000 if i < 10 else 9000}} for i in range(20)])
+def test_seams_come_from_any_numeric_path_in_every_element() -> None:
+    # A step in a nested leaf present in every element (like a DevTools node's
+    # chromeRole.value) keeps both seam elements, 11 and 12. Most values are equal, so the
+    # segment's MAD is 0 and its standard deviation (3919.2) is the scale: the means differ
+    # by 8000 >= 2 * 3919.2. No anomaly: the robust z of 9000 is 0.56.
+    nested = _compact([{"k": "a", "m": {"v": 1000 if i < 12 else 9000}} for i in range(20)])
     assert jsonc.compress(nested).data == (
         b'[{"k":"a","m":{"v":1000}},{"k":"a","m":{"v":1000}},{"k":"a","m":{"v":1000}},'
-        b'{"__caveman_elided__":15,"__caveman_invariants__":"all k=a"},'
+        b'{"__caveman_elided__":8,"__caveman_invariants__":"all k=a"},'
+        b'{"k":"a","m":{"v":1000}},{"k":"a","m":{"v":9000}},'
+        b'{"__caveman_elided__":5,"__caveman_invariants__":"all k=a"},'
         b'{"k":"a","m":{"v":9000}},{"k":"a","m":{"v":9000}}]'
     )
 
@@ -132,48 +126,48 @@ def _series(xs: list[float]) -> list[int]:
     return jsonc._change_points({"v": [float(x) for x in xs]}, [0] * len(xs))[1::2]
 
 
-def test_seam_noise_level_is_each_segments_mean_neighbour_difference() -> None:
-    # A segment splits when max|S| >= 1.358 * mean|x[i+1]-x[i]| over that segment * sqrt(its
-    # length). Every segment of a ramp (DevTools backendDOMNodeId in document order) splits.
-    wobbly_ramp = [10 * i + (3 if i % 2 else 0) for i in range(24)]
-    assert _series(wobbly_ramp) == [12, 6, 18]
-    # A lone spike in a long series splits on its two sides (xjson__api_results: 116|117|118);
-    # in a short one the spike's own jumps are most of the segment's noise: no seam.
-    spike = [(i * 7) % 5 for i in range(64)]
-    spike[40] = 500
-    assert _series(spike) == [40, 41]
-    short_spike = [(i * 7) % 5 for i in range(24)]
-    short_spike[10] = 500
-    assert _series(short_spike) == []
-    # A segment whose values jump about is noise and stays whole, so the splits go to the
-    # ramp after it (depth6-rust-book-ownership: its scattered first 25 nodes are not split,
-    # the ramp at 54..78 is). One noise level for the whole series would split the jumpy
-    # part at 4 and 9 and never reach 36 and 44 within the 8 splits.
-    jumpy = [(i * 37) % 11 * 90 for i in range(16)]
-    ramp = [2000 + 10 * i + (3 if i % 2 else 0) for i in range(32)]
-    assert _series(jumpy + ramp) == [16, 32, 24, 40, 20, 28, 36, 44]
-    # Mostly-equal neighbours over the whole series: no seams, even across a clean step.
-    assert _series([0] * 12 + [1000] * 12) == []
-    # A constant slope is never segmented.
+def test_seam_series_is_the_highest_variance_full_path_else_the_lengths() -> None:
+    step = [0.0] * 14 + [50.0] * 6
+    ramp = [float(i) for i in range(20)]  # constant slope: never segmented
+    # "a.b" (variance 525) beats "c" (33.25); "t" misses an element, so it is no series
+    assert jsonc._change_points({"c": ramp, "a.b": step, "t": [1e6] + [None] * 19},
+                                [0] * 20) == [13, 14]
+    steep = [10 * x for x in ramp]  # variance 3325: the series, and it has no seam
+    assert jsonc._change_points({"c": steep, "a.b": step}, [0] * 20) == []
+    # no path in every element: the element lengths are the series
+    lengths = [30] * 6 + [90] * 14
+    assert jsonc._change_points({"t": [5.0] * 19 + [None]}, lengths) == [5, 6]
+    assert jsonc._change_points({}, lengths) == [5, 6]
+
+
+def test_seam_needs_a_shift_of_twice_the_segments_mad() -> None:
+    # A step well clear of the scatter around each level: the segment's MAD is 10, the means
+    # differ by 100. Neither level splits again: the running sum peaks after its first
+    # element, a shift of 5.3 or 5.7 against 10, twice the level's MAD of 5.
+    assert _series([0, 10] * 8 + [100, 110] * 4) == [16]
+    # The same step with scatter as wide as the step: the running sum peaks at 15, a shift
+    # of 53.3 against 100, twice the MAD of 50.
+    assert _series([0, 100] * 8 + [50, 150] * 4) == []
+    # Values alternating about one level (DevTools list markers and links) never split.
+    assert _series([110, 116] * 40) == []
+    # When most values are equal the MAD is 0 and the standard deviation is the scale: a
+    # clean step still splits, at any balance.
+    assert _series([0] * 16 + [1000] * 8) == [16]
+    assert _series([0] * 12 + [1000] * 12) == [12]
+    # A constant slope is never segmented, nor is a series of fewer than 8 points.
     assert _series([3 * i for i in range(24)]) == []
+    assert _series([0] * 4 + [1000] * 3) == []
 
 
-def test_seams_breadth_first_at_most_eight() -> None:
-    # Segments are examined in the order they were created (a FIFO queue), segments shorter
-    # than 8 are not examined, and the 9th split is never made. Depth first would give
-    # 40, 20, 10, 5, 15, 30, 25, 35 instead.
-    wobbly_ramp = [10 * i + (3 if i % 2 else 0) for i in range(80)]
-    assert _series(wobbly_ramp) == [40, 20, 60, 10, 30, 50, 70, 5]
-
-
-def test_no_seams_when_top_level_numbers_miss_some_elements() -> None:
-    # "t" is the only top-level number and two elements lack it: no seam series at all. The
-    # element lengths (which step at index 10 here) are used only when no element has one.
-    rows = [{"k": "a", "s": "x" if i < 10 else "x" * 12, "t": 5} for i in range(20)]
-    del rows[7]["t"], rows[12]["t"]
-    assert jsonc.compress(_compact(rows)).data == (
-        b'[{"k":"a","s":"x","t":5},{"k":"a","s":"x","t":5},{"k":"a","s":"x","t":5},'
-        b'{"__caveman_elided__":15,"__caveman_invariants__":"all k=a; s: xxxxxxxxxxxx\xc3\x978 '
-        b'x\xc3\x977; t: 5\xc3\x9713 absent\xc3\x972"},'
-        b'{"k":"a","s":"xxxxxxxxxxxx","t":5},{"k":"a","s":"xxxxxxxxxxxx","t":5}]'
-    )
+def test_seams_split_the_largest_segment_first_at_most_eight() -> None:
+    # Ten levels (3**j) in runs of 4, 8, 8, 8, 8, 8, 8, 4, 4, 4: nine steps, eight splits.
+    # The largest pending segment goes first (the first queued among equals), so the eighth
+    # split is 4, in the 12-element head; breadth first would have split the 12-element tail
+    # at 56 instead (depth6-rust-book-ownership needs the size order).
+    stairs = []
+    for j, run in enumerate([4, 8, 8, 8, 8, 8, 8, 4, 4, 4]):
+        stairs += [3**j] * run
+    assert _series(stairs) == [52, 36, 20, 12, 44, 28, 60, 4]
+    # Segments shorter than 8 are not examined: the step at 4 of an 8-element segment is
+    # split, not the steps inside the 4-element runs after it.
+    assert _series([0] * 4 + [100] * 4) == [4]

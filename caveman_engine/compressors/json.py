@@ -26,9 +26,9 @@ HEAD = 3
 TAIL = 2
 Z_THRESHOLD = 2.0
 Z_MIN_VALUES = 4
-CUSUM_MIN_POINTS = 8
-CUSUM_MAX_SPLITS = 8
-CUSUM_THRESHOLD = 1.358  # max|S| / (segment noise * sqrt(segment length)), Kolmogorov 5%
+SEAM_MIN_POINTS = 8
+SEAM_MAX_SPLITS = 8
+SEAM_MIN_SHIFT = 2.0  # |mean left - mean right| / the segment's MAD (else its std)
 
 ELIDED_KEY = "__caveman_elided__"
 INVARIANTS_KEY = "__caveman_invariants__"
@@ -363,53 +363,45 @@ def _median(xs: list[float]) -> float:
     return (s[m - 1] + s[m]) / 2
 
 
+def _std(xs: list[float]) -> tuple[float, float]:
+    """Mean and (population) standard deviation."""
+    mean = sum(xs) / len(xs)
+    return mean, math.sqrt(sum((v - mean) ** 2 for v in xs) / len(xs))
+
+
 def _anomalies(series: list[float | None]) -> list[int]:
+    """Elements whose robust z, 0.6745 · |v - median| / MAD, is at least 2; when the MAD is
+    0, the median is the mean and the MAD the standard deviation / 0.6745."""
     vals = [(i, v) for i, v in enumerate(series) if v is not None]
     if len(vals) < Z_MIN_VALUES:
         return []
     xs = [v for _, v in vals]
-    med = _median(xs)
-    mad = _median([abs(v - med) for v in xs])
-    out: list[int] = []
-    if mad > 0:
-        for i, v in vals:
-            if 0.6745 * abs(v - med) / mad >= Z_THRESHOLD:
-                out.append(i)
-        return out
-    mean = sum(xs) / len(xs)
-    var = sum((v - mean) ** 2 for v in xs) / len(xs)
-    std = math.sqrt(var)
-    if std == 0:
-        return []
-    scale = std / 0.6745
-    for i, v in vals:
-        if 0.6745 * abs(v - mean) / scale >= Z_THRESHOLD:
-            out.append(i)
-    return out
+    centre = _median(xs)
+    scale = _median([abs(v - centre) for v in xs])
+    if scale == 0:
+        centre, std = _std(xs)
+        if std == 0:
+            return []
+        scale = std / 0.6745
+    return [i for i, v in vals if 0.6745 * abs(v - centre) / scale >= Z_THRESHOLD]
 
 
 def _change_points(paths: dict[str, list[float | None]], lengths: list[int]) -> list[int]:
     """Seam elements (both sides of every accepted split) of a CUSUM binary segmentation.
 
-    Segments are examined breadth first (FIFO, left half before right half), only when at
-    least 8 long, until 8 splits were made. A segment splits after the element where the
-    running sum of deviations from the segment mean peaks, when that peak is at least
-    1.358 · noise · √length, the noise level being the segment's own mean absolute neighbour
-    difference (:func:`_segment_noise`): a segment that jumps about (outliers, unrelated
-    values) is noise and stays whole, so the splits go to segments that shift or ramp
-    smoothly (depth6-rust-book-ownership: its jumpy first 25 nodes are not split, its ramp
-    at 54..78 is, at 64). No seams at all when most neighbours of the whole series are equal
-    (:func:`_mostly_flat`).
-
-    The series is the highest-variance *top-level* numeric member present in every element
-    (nested leaves such as ``chromeRole.value`` count for anomalies, never for seams). When no
-    element has a top-level numeric member at all, the series is the element lengths; when
-    some do but none is in every element, there are no seams.
+    The series is the highest-variance numeric leaf path present in every element (nested
+    leaves such as a DevTools node's ``chromeRole.value`` included), else the element
+    lengths; none for fewer than 8 points or a constant slope. The largest pending segment
+    is examined next (the first queued among equals), only when at least 8 long, until 8
+    splits were made. A segment splits after the element where the running sum of deviations
+    from its mean peaks, when the means of the two sides differ by at least twice the
+    segment's median absolute deviation from its median (its standard deviation when that is
+    0): a step between two levels splits, values that alternate or scatter about one level
+    do not.
     """
     series: list[float] | None = None
     best_var = -1.0
-    top = [p for p in sorted(paths) if _is_top_level(p)]
-    for p in top:
+    for p in sorted(paths):
         vals = paths[p]
         if any(v is None for v in vals):
             continue
@@ -419,21 +411,19 @@ def _change_points(paths: dict[str, list[float | None]], lengths: list[int]) -> 
         if var > best_var:
             best_var, series = var, xs
     if series is None:
-        if top:
-            return []
         series = [float(x) for x in lengths]
     n = len(series)
-    if n < CUSUM_MIN_POINTS or _constant_slope(series) or _mostly_flat(series):
+    if n < SEAM_MIN_POINTS or _constant_slope(series):
         return []
     splits: list[int] = []
-    queue = [(0, n)]  # breadth first: segments are examined in the order they were created
-    head = 0
-    while head < len(queue) and len(splits) < CUSUM_MAX_SPLITS:
-        lo, hi = queue[head]
-        head += 1
-        if hi - lo < CUSUM_MIN_POINTS:
+    pending = [(0, n)]
+    while pending and len(splits) < SEAM_MAX_SPLITS:
+        j = max(range(len(pending)), key=lambda t: (pending[t][1] - pending[t][0], -t))
+        lo, hi = pending.pop(j)
+        if hi - lo < SEAM_MIN_POINTS:
             continue
-        seg_mean = sum(series[lo:hi]) / (hi - lo)
+        seg = series[lo:hi]
+        seg_mean = sum(seg) / len(seg)
         acc = 0.0
         peak = 0.0
         at = -1
@@ -443,37 +433,19 @@ def _change_points(paths: dict[str, list[float | None]], lengths: list[int]) -> 
                 peak, at = abs(acc), k + 1
         if at < 0:
             continue  # a constant segment
-        if peak < CUSUM_THRESHOLD * _segment_noise(series, lo, hi) * math.sqrt(hi - lo):
+        left, right = series[lo:at], series[at:hi]
+        shift = abs(sum(left) / len(left) - sum(right) / len(right))
+        med = _median(seg)
+        scale = _median([abs(v - med) for v in seg]) or _std(seg)[1]
+        if shift < SEAM_MIN_SHIFT * scale:
             continue
         splits.append(at)
-        queue.append((lo, at))
-        queue.append((at, hi))
+        pending.append((lo, at))
+        pending.append((at, hi))
     out: list[int] = []
     for s in splits:
         out.extend((s - 1, s))
     return out
-
-
-def _segment_noise(xs: list[float], lo: int, hi: int) -> float:
-    """Noise level of the segment ``xs[lo:hi]``: the mean of ``|x[i+1] - x[i]|`` over it.
-    A steady ramp or a single level shift keeps it small next to the running sum, so such a
-    segment splits; a segment of scattered values does not."""
-    total = 0.0
-    for i in range(lo, hi - 1):
-        total += abs(xs[i + 1] - xs[i])
-    return total / (hi - lo - 1)
-
-
-def _mostly_flat(xs: list[float]) -> bool:
-    """Whether the median of ``|x[i+1] - x[i]|`` over the whole series is 0 (most neighbours
-    equal): such a series has no seams at all (npm-view-express: version strings whose
-    lengths mostly repeat)."""
-    return _median([abs(xs[i + 1] - xs[i]) for i in range(len(xs) - 1)]) == 0
-
-
-def _is_top_level(path: str) -> bool:
-    """A path naming a member of the element itself ("" for an element that is a number)."""
-    return "." not in path and "[" not in path
 
 
 def _constant_slope(xs: list[float]) -> bool:
