@@ -370,8 +370,8 @@ def _std(xs: list[float]) -> tuple[float, float]:
 
 
 def _anomalies(series: list[float | None]) -> list[int]:
-    """Elements whose robust z, 0.6745 · |v - median| / MAD, is at least 2; when the MAD is
-    0, the median is the mean and the MAD the standard deviation / 0.6745."""
+    """Elements whose robust z, 0.6745 · |v - median| / MAD, is at least 2 (when the MAD is
+    0: 0.6745 · |v - mean| / (standard deviation / 0.6745))."""
     vals = [(i, v) for i, v in enumerate(series) if v is not None]
     if len(vals) < Z_MIN_VALUES:
         return []
@@ -400,16 +400,15 @@ def _change_points(paths: dict[str, list[float | None]], lengths: list[int]) -> 
     do not.
     """
     series: list[float] | None = None
-    best_var = -1.0
+    best_std = -1.0
     for p in sorted(paths):
         vals = paths[p]
         if any(v is None for v in vals):
             continue
         xs = [float(v) for v in vals]  # type: ignore[arg-type]
-        mean = sum(xs) / len(xs)
-        var = sum((v - mean) ** 2 for v in xs) / len(xs)
-        if var > best_var:
-            best_var, series = var, xs
+        std = _std(xs)[1]
+        if std > best_std:
+            best_std, series = std, xs
     if series is None:
         series = [float(x) for x in lengths]
     n = len(series)
