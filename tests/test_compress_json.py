@@ -151,9 +151,10 @@ def test_seam_needs_a_shift_of_twice_the_segments_mad() -> None:
     # Values alternating about one level (DevTools list markers and links) never split.
     assert _series([110, 116] * 40) == []
     # When most values are equal the MAD is 0 and the standard deviation is the scale: a
-    # clean step still splits, at any balance.
+    # clean step between two levels still splits, however unbalanced (the means differ by at
+    # least twice the standard deviation).
     assert _series([0] * 16 + [1000] * 8) == [16]
-    assert _series([0] * 12 + [1000] * 12) == [12]
+    assert _series([0] * 20 + [1000] * 4) == [20]
     # A constant slope is never segmented, nor is a series of fewer than 8 points.
     assert _series([3 * i for i in range(24)]) == []
     assert _series([0] * 4 + [1000] * 3) == []
@@ -168,6 +169,7 @@ def test_seams_split_the_largest_segment_first_at_most_eight() -> None:
     for j, run in enumerate([4, 8, 8, 8, 8, 8, 8, 4, 4, 4]):
         stairs += [3**j] * run
     assert _series(stairs) == [52, 36, 20, 12, 44, 28, 60, 4]
-    # Segments shorter than 8 are not examined: the step at 4 of an 8-element segment is
-    # split, not the steps inside the 4-element runs after it.
-    assert _series([0] * 4 + [100] * 4) == [4]
+    # Segments shorter than 8 are not examined: after the split at the big step, a head of
+    # 8 elements is split at its own step, a head of 7 is not.
+    assert _series([0] * 4 + [1000] * 4 + [100000] * 20) == [8, 4]
+    assert _series([0] * 4 + [1000] * 3 + [100000] * 20) == [7]
