@@ -363,6 +363,12 @@ def _median(xs: list[float]) -> float:
     return (s[m - 1] + s[m]) / 2
 
 
+def _median_mad(xs: list[float]) -> tuple[float, float]:
+    """Median and median absolute deviation from it."""
+    med = _median(xs)
+    return med, _median([abs(v - med) for v in xs])
+
+
 def _std(xs: list[float]) -> tuple[float, float]:
     """Mean and (population) standard deviation."""
     mean = sum(xs) / len(xs)
@@ -376,8 +382,7 @@ def _anomalies(series: list[float | None]) -> list[int]:
     if len(vals) < Z_MIN_VALUES:
         return []
     xs = [v for _, v in vals]
-    centre = _median(xs)
-    scale = _median([abs(v - centre) for v in xs])
+    centre, scale = _median_mad(xs)
     if scale == 0:
         centre, std = _std(xs)
         if std == 0:
@@ -434,8 +439,7 @@ def _change_points(paths: dict[str, list[float | None]], lengths: list[int]) -> 
             continue  # a constant segment
         left, right = series[lo:at], series[at:hi]
         shift = abs(sum(left) / len(left) - sum(right) / len(right))
-        med = _median(seg)
-        scale = _median([abs(v - med) for v in seg]) or _std(seg)[1]
+        scale = _median_mad(seg)[1] or _std(seg)[1]
         if shift < SEAM_MIN_SHIFT * scale:
             continue
         splits.append(at)
