@@ -2,8 +2,8 @@
 
 One handler for every route. Per request: route (404 otherwise) → read the body (32 MiB cap,
 413) → maybe rewrite the ``tools`` span (level on, route eligible, session not frozen, all
-fail-closed gates passed) → send upstream (a failed connect: 3 attempts, then 502; any other
-transport error: 502; a 400/422 to a rewritten body: once more with the original bytes) → stream the upstream's status, headers and
+fail-closed gates passed) → send upstream (transport errors: 3 attempts, then 502; a 4xx on a
+rewritten body: once more with the original bytes) → stream the upstream's status, headers and
 body bytes back in ≤32 KiB reads, teeing a side copy to the usage scanner → tell the ledger.
 
 Nothing here compresses: :mod:`.rewrite` calls the engine, :mod:`.catalog` splices.
@@ -12,12 +12,10 @@ Nothing here compresses: :mod:`.rewrite` calls the engine, :mod:`.catalog` splic
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import json
 import logging
 import os
 import re
-import sys
 import time
 from dataclasses import dataclass
 
@@ -40,27 +38,16 @@ ATTEMPTS = 3
 OFFLOOP_BYTES = 256 * 1024  # bodies above this are parsed in a worker thread
 RETRY_SLEEPS = (0.2, 0.4)
 URL_CACHE = 256  # distinct upstream URLs kept parsed
-HOSTS_SEEN = 64  # distinct allowed Host values kept for the one-lookup check
-LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]")
 
 ANTHROPIC_VERSION = "2023-06-01"
+FORWARD_HEADERS = (
+    "content-type", "accept", "accept-encoding", "idempotency-key", "openai-organization",
+    "openai-project", "anthropic-version", "anthropic-beta", "api-version",
+)
 HOP_BY_HOP = frozenset((
     "connection", "keep-alive", "proxy-authenticate", "proxy-authorization",
     "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade",
 ))
-# Request headers that are not forwarded besides hop-by-hop ones, those named in Connection and
-# x-cave-*: the upstream connection has its own Host and Content-Length, and the proxy has
-# already answered an Expect.
-NOT_FORWARDED = HOP_BY_HOP | {"host", "content-length", "expect"}
-CREDENTIALS = ("authorization", "x-api-key", "x-goog-api-key")
-UPSTREAM_KEY = "x-cave-upstream-key"
-# A request with one of these comes from a Caveman client (caveman-sdk): its Authorization is
-# the Caveman service key, which never goes to a provider.
-CAVEMAN_CLIENT = frozenset((UPSTREAM_KEY, "x-cave-workflow", "x-cave-retention"))
-# where each provider takes the key of x-cave-upstream-key
-PROVIDER_KEY = {"anthropic": ("x-api-key", ""), "openai": ("authorization", "Bearer "),
-                "gemini": ("x-goog-api-key", "")}
-RESEND_4XX = (400, 422)  # a rewritten body refused as such: the original bytes are sent once
 _SLUG = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
 _HEX32 = re.compile(r"[0-9a-f]{32}")
 
@@ -136,41 +123,6 @@ def trace_id(headers, random_bytes: bytes | None = None) -> str:
     return _uuid4_hex(random_bytes)
 
 
-def _proc_address(ip: str, port: int) -> str | None:
-    """An address as /proc/net/tcp{,6} writes it (the kernel's byte order, in hex)."""
-    try:
-        packed = ipaddress.ip_address(ip).packed
-    except ValueError:
-        return None
-    if len(packed) == 4:
-        text = packed[::-1].hex()
-    else:
-        text = "".join(packed[i:i + 4][::-1].hex() for i in range(0, 16, 4))
-    return f"{text.upper()}:{port:04X}"
-
-
-def peer_uid(peer, ours) -> int | None:
-    """The user id owning the other end of a loopback TCP connection from ``peer`` to
-    ``ours`` (Linux: the socket in /proc/net/tcp{,6} whose local address is the peer's and
-    whose remote address is ours); -1 when it is not found; None where the system does not
-    tell."""
-    if not sys.platform.startswith("linux"):
-        return None
-    local, remote = _proc_address(peer[0], peer[1]), _proc_address(ours[0], ours[1])
-    if local is None or remote is None:
-        return -1
-    try:
-        with open("/proc/net/tcp6" if ":" in peer[0] else "/proc/net/tcp", "rb") as fh:
-            table = fh.read().decode("ascii", "replace")
-    except OSError:
-        return None
-    for line in table.splitlines()[1:]:
-        f = line.split()
-        if len(f) > 7 and f[1] == local and f[2] == remote:
-            return int(f[7])
-    return -1
-
-
 class UpstreamUnavailable(Exception):
     pass
 
@@ -213,101 +165,13 @@ class Proxy:
         self._eager_loop: asyncio.AbstractEventLoop | None = None
         self._scan_max = scan_max()  # read once, not for every response
         self.requests = 0
-        self._init_access()
-
-    # -- who may connect (SECURITY.md "The proxy's trust model")
-
-    def _init_access(self) -> None:
-        cfg = self.config
-        listen = f"[{cfg.host}]" if ":" in cfg.host else cfg.host
-        self._host_names = frozenset((*LOOPBACK_HOSTS, listen.lower(), *cfg.allowed_hosts))
-        self._origins_ok = frozenset(cfg.allowed_origins)
-        # exact Host values already let through: the check per request is one set lookup
-        self._hosts_ok: set = set()
-
-    def _host_allowed(self, value: str | None) -> bool:
-        """A Host of a loopback name or address, or of ``allowed_hosts``, with or without a
-        port. (A page that rebinds its own name to 127.0.0.1 still sends that name.)"""
-        if value is None:
-            return False
-        v = value.lower()
-        if v.startswith("["):
-            end = v.find("]") + 1
-            if end == 0:
-                return False
-        else:
-            end = v.find(":")
-            end = len(v) if end < 0 else end
-        name, port = v[:end], v[end:]
-        if port and not (port[0] == ":" and 1 < len(port) <= 6 and port[1:].isdigit()):
-            return False
-        if name in self._host_names:
-            ok = True
-        else:
-            try:
-                ok = ipaddress.ip_address(name.strip("[]") if name[:1] == "[" else name
-                                          ).is_loopback
-            except ValueError:
-                ok = False
-        if ok and len(self._hosts_ok) < HOSTS_SEEN:
-            self._hosts_ok.add(value)
-        return ok
-
-    def _refuse(self, request: web.BaseRequest) -> web.Response | None:
-        """The answer to a request from where the proxy does not serve (a Host that is not
-        loopback or allowed, a browser page whose Origin is not allowed), or None."""
-        h = request.headers
-        code = None
-        if h.get("host") not in self._hosts_ok and not self._host_allowed(h.get("host")):
-            code, message = "cave_host_not_allowed", \
-                "Host is not a loopback name or address (see allowed_hosts)."
-        elif ("origin" in h or "sec-fetch-site" in h) and h.get("origin") not in self._origins_ok:
-            code, message = "cave_origin_not_allowed", \
-                "Requests from web pages are refused (see allowed_origins)."
-        if code is None:
-            return None
-        rnd = os.urandom(26)
-        return self._error(403, code, message, uuid7(rnd[:10]), _uuid4_hex(rnd[10:]))
-
-    def _may_use_env_key(self, request: web.BaseRequest) -> bool:
-        """Whether a request without its own credential may be sent with the proxy's
-        environment key (``ANTHROPIC_API_KEY`` / ``OPENAI_API_KEY``): only a request that
-        :meth:`dispatch` let through (loopback or allowed Host), that no web page sent (no
-        ``Origin`` or ``Sec-Fetch-*``, even an allowed one), from a loopback peer, and, where
-        the system tells (Linux), from a process of the proxy's own user."""
-        h = request.headers
-        if "origin" in h or "sec-fetch-site" in h or "sec-fetch-mode" in h:
-            return False
-        if h.get("host") not in self._hosts_ok:
-            return False
-        proto = request.protocol
-        uid = getattr(proto, "peer_uid", False)  # once per connection
-        if uid is False:
-            uid = -1
-            transport = request.transport
-            peer = transport.get_extra_info("peername") if transport is not None else None
-            ours = transport.get_extra_info("sockname") if transport is not None else None
-            try:
-                if peer and ours and ipaddress.ip_address(peer[0]).is_loopback:
-                    uid = peer_uid(peer, ours)
-            except ValueError:
-                pass
-            if isinstance(proto, _Connection):
-                proto.peer_uid = uid
-        return uid is None or uid == os.geteuid()
 
     # -- lifecycle
 
     async def dispatch(self, request: web.BaseRequest) -> web.StreamResponse:
-        """Every request of the server: first who sent it (:meth:`_refuse`, every path,
-        health checks included), then the two health checks, else :meth:`handle`. (The
+        """Every request of the server: the two health checks, else :meth:`handle`. (The
         proxy has one handler, so it runs on aiohttp's low-level server, without an
         application's router and middleware chain.)"""
-        h = request.headers
-        if h.get("host") not in self._hosts_ok or "origin" in h or "sec-fetch-site" in h:
-            refused = self._refuse(request)
-            if refused is not None:
-                return refused
         if request.method in ("GET", "HEAD"):
             path = request.rel_url.path
             if path == "/health/live":
@@ -410,42 +274,28 @@ class Proxy:
         # one copy at most: a body that came in one read is that read's bytes
         return None if seen > cap else b"".join(chunks)
 
-    def _upstream_headers(self, request, provider: str) -> CIMultiDict:
-        """The inbound headers in one pass, every value of a repeated one kept, less the
-        hop-by-hop ones (and those named in Connection), Host, Content-Length, Expect and
-        x-cave-*. A Caveman client's credentials are replaced: ``x-cave-upstream-key`` becomes
-        the provider's own credential header and its Authorization (the Caveman key) is
-        dropped."""
-        h: CIMultiDict[str] = CIMultiDict()
+    def _upstream_headers(self, request, provider: str) -> dict[str, str]:
+        h = {}
         inbound = request.headers
-        named = frozenset()
-        if "connection" in inbound:
-            named = {t.strip().lower() for v in inbound.getall("connection")
-                     for t in v.split(",") if t.strip()}
-        caveman = False
-        upstream_key = None
-        for k, v in inbound.items():
-            lk = k.lower()
-            if lk.startswith("x-cave"):
-                if lk in CAVEMAN_CLIENT:
-                    caveman = True
-                    if lk == UPSTREAM_KEY and v.strip():
-                        upstream_key = v.strip()
-                continue
-            if lk in NOT_FORWARDED or lk in named:
-                continue
-            h.add(k, v)
-        if caveman:
-            for name in CREDENTIALS:
-                h.popall(name, None)
-            if upstream_key is not None:
-                name, prefix = PROVIDER_KEY[provider]
-                h[name] = prefix + upstream_key
-        if not any(name in h for name in CREDENTIALS):
-            if provider == "anthropic" and os.environ.get("ANTHROPIC_API_KEY"):
-                h["x-api-key"] = os.environ["ANTHROPIC_API_KEY"]
-            elif provider == "openai" and os.environ.get("OPENAI_API_KEY"):
-                h["authorization"] = "Bearer " + os.environ["OPENAI_API_KEY"]
+        for name in FORWARD_HEADERS:
+            v = inbound.get(name)
+            if v is not None:
+                h[name] = v
+        ce = inbound.get("content-encoding")
+        if ce is not None:
+            h["content-encoding"] = ce
+        key = inbound.get("x-api-key")
+        auth = inbound.get("authorization")
+        if key:
+            h["x-api-key"] = key
+        elif auth and auth[:7].lower() == "bearer ":
+            h["authorization"] = "Bearer " + auth[7:].strip()
+        elif provider == "anthropic" and os.environ.get("ANTHROPIC_API_KEY"):
+            h["x-api-key"] = os.environ["ANTHROPIC_API_KEY"]
+        elif provider == "openai" and os.environ.get("OPENAI_API_KEY"):
+            h["authorization"] = "Bearer " + os.environ["OPENAI_API_KEY"]
+        if provider == "gemini" and inbound.get("x-goog-api-key"):
+            h["x-goog-api-key"] = inbound["x-goog-api-key"]
         if provider == "anthropic" and "anthropic-version" not in h:
             h["anthropic-version"] = ANTHROPIC_VERSION
         return h
@@ -462,26 +312,16 @@ class Proxy:
                 encoded=True)
         return url
 
-    async def _send(self, url: URL, headers: CIMultiDict, body: bytes) -> aiohttp.ClientResponse:
-        """One upstream response (headers received). Only a failure to connect is retried:
-        then no byte of the request has left. Any later transport error (the connection
-        dropped or timed out once the request was on its way) may mean the upstream is running
-        it, so it is never sent twice."""
+    async def _send(self, url: URL, headers: dict, body: bytes) -> aiohttp.ClientResponse:
+        """One upstream response (headers received), retrying transport errors."""
         last: BaseException | None = None
         for attempt in range(ATTEMPTS):
             try:
                 return await self._client.post(url, data=body, headers=headers,
                                                allow_redirects=False)
-            except aiohttp.ClientConnectorCertificateError as exc:
-                last = exc  # the same certificate on every attempt
-                log.info("proxy: upstream certificate refused: %r", exc)
-                break
-            except (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError) as exc:
-                last = exc
-                log.info("proxy: upstream connect attempt %d failed: %r", attempt + 1, exc)
             except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
-                log.info("proxy: upstream request failed after it was sent: %r", exc)
-                raise UpstreamUnavailable(str(exc)) from None
+                last = exc
+                log.info("proxy: upstream attempt %d failed: %r", attempt + 1, exc)
             if attempt < ATTEMPTS - 1:
                 await asyncio.sleep(self.retry_sleeps[min(attempt, len(self.retry_sleeps) - 1)])
         raise UpstreamUnavailable(str(last))
@@ -539,10 +379,8 @@ class Proxy:
         headers = self._upstream_headers(request, route.provider)
         try:
             up = await self._send(url, headers, forward)
-            if rewritten is not None and up.status in RESEND_4XX:
+            if rewritten is not None and 400 <= up.status < 500:
                 # The rewrite may be what the upstream refused: drain, then the original once.
-                # (Any other 4xx, a 429 say, is about the request, not its catalog: it reaches
-                # the client as it is, once.)
                 try:
                     await asyncio.wait_for(up.content.read(DRAIN_4XX), self.config.upstream_timeout)
                 except Exception:
