@@ -68,51 +68,86 @@ def call_valid(schemas: dict[str, Any], name: str, args: dict, pick) -> bool:
 
 
 @dataclass
-class TypeStats:
-    tokens: int = 0
-    valid: int = 0
+class ChoiceStats:
+    """One grader's picks on one type's rewritten catalogs (against the original's)."""
+
     top1: int = 0
     flips: int = 0
     lost: int = 0
     gained: int = 0
+
+    def add(self, other: "ChoiceStats") -> None:
+        for k in ("top1", "flips", "lost", "gained"):
+            setattr(self, k, getattr(self, k) + getattr(other, k))
+
+
+def _first(d: dict, default):
+    return next(iter(d.values()), default)
+
+
+@dataclass
+class TypeStats:
+    tokens: int = 0
+    valid: int = 0
     declined: int = 0          # cases where the type left the catalog unchanged
     disagree: list[str] = field(default_factory=list)
+    choice: dict[str, ChoiceStats] = field(default_factory=dict)  # per grader, first = primary
+
+    # the first grader's counts (the single-grader report's fields)
+    top1 = property(lambda self: _first(self.choice, ChoiceStats()).top1)
+    flips = property(lambda self: _first(self.choice, ChoiceStats()).flips)
+    lost = property(lambda self: _first(self.choice, ChoiceStats()).lost)
+    gained = property(lambda self: _first(self.choice, ChoiceStats()).gained)
 
 
 @dataclass
 class DatasetStats:
     name: str
     types: list[str]
+    graders: list[str] = field(default_factory=list)
     cases: int = 0
     calls: int = 0
     tokens: int = 0
     valid: int = 0
-    top1: int = 0
+    choice: dict[str, int] = field(default_factory=dict)  # per grader: right picks, original
     per_type: dict[str, TypeStats] = field(default_factory=dict)
 
+    top1 = property(lambda self: _first(self.choice, 0))
+
     def __post_init__(self) -> None:
+        for g in self.graders:
+            self.choice.setdefault(g, 0)
         for t in self.types:
-            self.per_type.setdefault(t, TypeStats())
+            ts = self.per_type.setdefault(t, TypeStats())
+            for g in self.graders:
+                ts.choice.setdefault(g, ChoiceStats())
 
     def add(self, other: "DatasetStats") -> None:
         self.cases += other.cases
         self.calls += other.calls
         self.tokens += other.tokens
         self.valid += other.valid
-        self.top1 += other.top1
+        for g, n in other.choice.items():
+            self.choice[g] = self.choice.get(g, 0) + n
         for t, s in other.per_type.items():
             mine = self.per_type[t]
-            for k in ("tokens", "valid", "top1", "flips", "lost", "gained", "declined"):
+            for k in ("tokens", "valid", "declined"):
                 setattr(mine, k, getattr(mine, k) + getattr(s, k))
             mine.disagree.extend(s.disagree)
+            for g, c in s.choice.items():
+                mine.choice.setdefault(g, ChoiceStats()).add(c)
 
 
 class Runner:
+    """``grader`` is one grader or a list of them (each with a distinct ``name``); every
+    grader picks on every catalog, and the first is the report's primary one."""
+
     def __init__(self, types: list[str], grader, counter=None, progress=None) -> None:
         from ..catalog.measure import counter as default_counter
 
         self.types = types
-        self.grader = grader
+        self.graders = list(grader) if isinstance(grader, (list, tuple)) else [grader]
+        self.grader = self.graders[0]
         self.counter = counter or default_counter()
         self.progress = progress
         self.pick = _validator_class()
@@ -146,7 +181,7 @@ class Runner:
         return out
 
     def run_dataset(self, name: str, cases: list) -> DatasetStats:
-        st = DatasetStats(name, self.types)
+        st = DatasetStats(name, self.types, [g.name for g in self.graders])
         for i, case in enumerate(cases, 1):
             if self.progress:
                 self.progress(name, i, len(cases))
@@ -164,9 +199,9 @@ class Runner:
         if self.pick is not None:
             valid_before = [call_valid(schemas, n, a, self.pick) for n, a in case.calls]
             st.valid += sum(valid_before)
-        choice = self.grader.choose(case, original)
-        right = choice in case.expected
-        st.top1 += right
+        picks = [(g, g.choose(case, original)) for g in self.graders]
+        for g, choice in picks:
+            st.choice[g.name] += choice in case.expected
         for t in self.types:
             ts = st.per_type[t]
             out = self.rewrite(t, minified)
@@ -174,7 +209,8 @@ class Runner:
             if out == minified:
                 ts.declined += 1
                 ts.valid += sum(valid_before or [])
-                ts.top1 += right
+                for g, choice in picks:
+                    ts.choice[g.name].top1 += choice in case.expected
                 continue
             rewritten = json.loads(out)
             if valid_before is not None:
@@ -184,13 +220,16 @@ class Runner:
                     ts.valid += after
                     if after != before:
                         ts.disagree.append(f"{case.id}:{n}")
-            pick2 = self.grader.choose(case, rewritten)
-            right2 = pick2 in case.expected
-            ts.top1 += right2
-            if pick2 != choice:
-                ts.flips += 1
-                ts.lost += right and not right2
-                ts.gained += right2 and not right
+            for g, choice in picks:
+                cs = ts.choice[g.name]
+                right = choice in case.expected
+                pick2 = g.choose(case, rewritten)
+                right2 = pick2 in case.expected
+                cs.top1 += right2
+                if pick2 != choice:
+                    cs.flips += 1
+                    cs.lost += right and not right2
+                    cs.gained += right2 and not right
 
 
 # --------------------------------------------------------------------------- report
@@ -200,9 +239,13 @@ def _pct(part: int, whole: int) -> float:
     return 100.0 * part / whole if whole else 0.0
 
 
-def report(datasets: list[DatasetStats], types: list[str], grader: str, tokenizer: str,
-           validity: bool) -> dict:
-    total = DatasetStats("total", types)
+def report(datasets: list[DatasetStats], types: list[str], grader: str | list[str],
+           tokenizer: str, validity: bool) -> dict:
+    """The JSON report. ``grader`` names the graders (a name or a list; the first is the
+    primary one, whose counts fill the single-grader fields ``top1``, ``flips``, ``lost``,
+    ``gained``); ``by_grader`` holds every grader's."""
+    graders = [grader] if isinstance(grader, str) else list(grader)
+    total = DatasetStats("total", types, graders)
     for d in datasets:
         total.add(d)
 
@@ -210,7 +253,11 @@ def report(datasets: list[DatasetStats], types: list[str], grader: str, tokenize
         row: dict[str, Any] = {
             "name": d.name, "cases": d.cases, "calls": d.calls, "tokens": d.tokens,
             "valid": d.valid if validity else None,
-            "top1": d.top1, "top1_percent": round(_pct(d.top1, d.cases), 2), "types": {},
+            "top1": d.top1, "top1_percent": round(_pct(d.top1, d.cases), 2),
+            "by_grader": {g: {"top1": d.choice.get(g, 0),
+                              "top1_percent": round(_pct(d.choice.get(g, 0), d.cases), 2)}
+                          for g in graders},
+            "types": {},
         }
         for t in types:
             s = d.per_type[t]
@@ -220,10 +267,16 @@ def report(datasets: list[DatasetStats], types: list[str], grader: str, tokenize
                 "valid": s.valid if validity else None, "disagree": s.disagree,
                 "top1": s.top1, "top1_percent": round(_pct(s.top1, d.cases), 2),
                 "flips": s.flips, "lost": s.lost, "gained": s.gained, "unchanged": s.declined,
+                "by_grader": {},
             }
+            for g in graders:
+                c = s.choice.get(g, ChoiceStats())
+                row["types"][t]["by_grader"][g] = {
+                    "top1": c.top1, "top1_percent": round(_pct(c.top1, d.cases), 2),
+                    "flips": c.flips, "lost": c.lost, "gained": c.gained}
         return row
 
-    return {"grader": grader, "tokenizer": tokenizer, "types": types,
+    return {"grader": graders[0], "graders": graders, "tokenizer": tokenizer, "types": types,
             "validity": "jsonschema" if validity else None,
             "datasets": [one(d) for d in datasets], "total": one(total)}
 
@@ -253,12 +306,39 @@ def render_table(rep: dict) -> str:
                  f"flips: cases whose top-1 changed; lost: right before, wrong after")
     if rep["validity"] is None:
         lines.append("valid: n/a (install jsonschema: pip install 'caveman-engine[verify]')")
+    graders = rep.get("graders") or [rep["grader"]]
+    if len(graders) > 1:
+        lines.append("")
+        lines.extend(_grader_lines(rep, rows, graders, name_w))
     for t in types:
         bad = rep["total"]["types"][t]["disagree"]
         if bad:
             lines.append(f"DISAGREE {t}: {len(bad)} call(s) change validity: "
                          + ", ".join(bad[:10]) + (" …" if len(bad) > 10 else ""))
     return "\n".join(lines) + "\n"
+
+
+def _grader_lines(rep: dict, rows: list[dict], graders: list[str], name_w: int) -> list[str]:
+    """Every grader's top-1 (count and %) on the original and each type's catalogs, and the
+    type's lost / gained picks against the original."""
+    types = rep["types"]
+    grader_w = max(len(g) for g in graders)
+    cell_w = 22
+    base = f"{'dataset':<{name_w}} {'grader':<{grader_w}} {'original':>{cell_w - 8}}"
+    head1 = " " * len(base) + "".join(f" | {t:<{cell_w}}" for t in types)
+    head2 = base + "".join(f" | {'top-1':>12} {'lost':>4} {'gain':>4}" for _ in types)
+    out = ["top-1 by grader: right picks (count, %) and, per type, lost / gained picks "
+           "against the original catalog's", head1.rstrip(), head2, "-" * len(head2)]
+    for r in rows:
+        for i, g in enumerate(graders):
+            o = r["by_grader"][g]
+            line = (f"{r['name'] if i == 0 else '':<{name_w}} {g:<{grader_w}} "
+                    f"{o['top1']:>{cell_w - 16}} {o['top1_percent']:>6.1f}%")
+            for t in types:
+                c = r["types"][t]["by_grader"][g]
+                line += f" | {c['top1']:>5} {c['top1_percent']:>5.1f}% {c['lost']:>4} {c['gained']:>4}"
+            out.append(line)
+    return out
 
 
 # --------------------------------------------------------------------------- command
@@ -292,8 +372,10 @@ def _progress():
 @click.argument("datasets", nargs=-1, metavar="[DATASET]...")
 @click.option("--type", "types", multiple=True, metavar="T",
               help=f"Content type to evaluate (repeatable; default {', '.join(DEFAULT_TYPES)}).")
-@click.option("--grader", type=click.Choice(["lexical", "llm"]), default="lexical",
-              help="Tool-choice grader: offline BM25 (default) or an OpenAI-compatible model.")
+@click.option("--grader", type=click.Choice(["lexical", "semantic", "both", "llm"]), default=None,
+              help="Tool-choice grader: offline BM25 (lexical), offline WordLlama embeddings "
+                   "(semantic), both side by side (the default when wordllama is installed, "
+                   "else lexical), or an OpenAI-compatible model (llm).")
 @click.option("--model", default=None, metavar="NAME",
               help="Model for --grader llm (or CAVEMAN_EVALS_MODEL).")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
@@ -330,11 +412,19 @@ def tools_command(datasets, types, grader, model, fmt, limit) -> None:
         model = model or os.environ.get("CAVEMAN_EVALS_MODEL")
         if not model:
             _fail("--grader llm needs --model NAME (or CAVEMAN_EVALS_MODEL)")
-        chosen = LLMGrader(model)
+        chosen = [LLMGrader(model)]
     else:
+        from . import semantic
         from .lexical import LexicalGrader
 
-        chosen = LexicalGrader()
+        if grader is None:
+            grader = "both" if semantic.available() else "lexical"
+        chosen = [LexicalGrader()] if grader in ("lexical", "both") else []
+        if grader in ("semantic", "both"):
+            try:
+                chosen.append(semantic.SemanticGrader())
+            except semantic.SemanticUnavailable as exc:
+                _fail(str(exc))
 
     groups = []
     try:
@@ -356,7 +446,8 @@ def tools_command(datasets, types, grader, model, fmt, limit) -> None:
         done()
         _fail(str(exc))
     done()
-    rep = report(stats, type_list, chosen.name, runner.counter.name, runner.pick is not None)
+    rep = report(stats, type_list, [g.name for g in chosen], runner.counter.name,
+                 runner.pick is not None)
     if fmt == "json":
         out = json.dumps(rep, indent=2, ensure_ascii=False) + "\n"
     else:
