@@ -37,6 +37,11 @@ DEFAULT_UPSTREAMS = {
 }
 DEFAULT_TIMEOUT = 600.0
 BODY_CAP = 32 * 1024 * 1024
+# inbound limits (docs/proxy.md "Security and limits")
+DEFAULT_HEADER_TIMEOUT = 10.0  # from a request's first byte to the end of its headers
+DEFAULT_BODY_TIMEOUT = 60.0  # from the end of the headers to the end of the body
+DEFAULT_MAX_CONNECTIONS = 256  # open client connections; more are answered 503 and closed
+DEFAULT_STORE_TIMEOUT = 2.0  # longest wait for the recovery store before forwarding as sent
 
 
 class ConfigError(ValueError):
@@ -62,6 +67,13 @@ class Config:
     upstream_timeout: float = DEFAULT_TIMEOUT
     connect_timeout: float = 30.0
     body_cap: int = BODY_CAP
+    # Host names besides the loopback ones a request's Host may carry; browser Origins allowed
+    allowed_hosts: tuple[str, ...] = ()
+    allowed_origins: tuple[str, ...] = ()
+    header_timeout: float = DEFAULT_HEADER_TIMEOUT
+    body_timeout: float = DEFAULT_BODY_TIMEOUT
+    max_connections: int = DEFAULT_MAX_CONNECTIONS
+    store_timeout: float = DEFAULT_STORE_TIMEOUT
     path: str | None = None  # the file read, if any
 
     def upstream_url(self, provider: str, path: str, query: str) -> str:
@@ -196,4 +208,49 @@ def load(
             raise ConfigError(f"upstream_timeout {t!r}: expected seconds") from None
         if not cfg.upstream_timeout > 0:
             raise ConfigError(f"upstream_timeout {t!r}: must be positive")
+    _load_security(cfg, doc, env)
     return cfg
+
+
+def _names(key: str, value: object) -> tuple[str, ...]:
+    """A YAML list of strings, or one comma-separated string (the environment's form)."""
+    if isinstance(value, str):
+        value = value.split(",")
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{key}: expected a list of strings")
+    return tuple(v.strip() for v in value if v.strip())
+
+
+def _load_security(cfg: Config, doc: dict, env) -> None:
+    """The inbound allowlists and limits (environment over YAML, as for the other keys)."""
+    for key, var in (("allowed_hosts", "CAVEMAN_PROXY_ALLOWED_HOSTS"),
+                     ("allowed_origins", "CAVEMAN_PROXY_ALLOWED_ORIGINS")):
+        v = doc.get(key)
+        e = env.get(var)
+        if not _blank(e):
+            v = e
+        if v is not None:
+            names = _names(key, v)
+            if key == "allowed_hosts":
+                names = tuple(n.lower() for n in names)
+            setattr(cfg, key, names)
+    for key, var, kind in (("header_timeout", "CAVEMAN_PROXY_HEADER_TIMEOUT", float),
+                           ("body_timeout", "CAVEMAN_PROXY_BODY_TIMEOUT", float),
+                           ("store_timeout", "CAVEMAN_PROXY_STORE_TIMEOUT", float),
+                           ("max_connections", "CAVEMAN_PROXY_MAX_CONNECTIONS", int)):
+        v = doc.get(key)
+        e = env.get(var)
+        if not _blank(e):
+            v = e
+        if v is None:
+            continue
+        try:
+            if isinstance(v, bool) or (kind is int and isinstance(v, float)):
+                raise ValueError
+            n = kind(v)
+        except (TypeError, ValueError):
+            raise ConfigError(f"{key} {v!r}: expected a positive "
+                              f"{'integer' if kind is int else 'number of seconds'}") from None
+        if not 0 < n < float("inf"):
+            raise ConfigError(f"{key} {v!r}: must be positive and finite")
+        setattr(cfg, key, n)

@@ -12,15 +12,18 @@ Nothing here compresses: :mod:`.rewrite` calls the engine, :mod:`.catalog` splic
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import json
 import logging
 import os
 import re
+import sys
 import time
 from dataclasses import dataclass
 
 import aiohttp
 from aiohttp import web
+from aiohttp.web_protocol import RequestHandler
 from multidict import CIMultiDict
 from yarl import URL
 
@@ -38,6 +41,8 @@ ATTEMPTS = 3
 OFFLOOP_BYTES = 256 * 1024  # bodies above this are parsed in a worker thread
 RETRY_SLEEPS = (0.2, 0.4)
 URL_CACHE = 256  # distinct upstream URLs kept parsed
+HOSTS_SEEN = 64  # distinct allowed Host values kept for the one-lookup check
+LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]")
 
 ANTHROPIC_VERSION = "2023-06-01"
 FORWARD_HEADERS = (
@@ -123,6 +128,41 @@ def trace_id(headers, random_bytes: bytes | None = None) -> str:
     return _uuid4_hex(random_bytes)
 
 
+def _proc_address(ip: str, port: int) -> str | None:
+    """An address as /proc/net/tcp{,6} writes it (the kernel's byte order, in hex)."""
+    try:
+        packed = ipaddress.ip_address(ip).packed
+    except ValueError:
+        return None
+    if len(packed) == 4:
+        text = packed[::-1].hex()
+    else:
+        text = "".join(packed[i:i + 4][::-1].hex() for i in range(0, 16, 4))
+    return f"{text.upper()}:{port:04X}"
+
+
+def peer_uid(peer, ours) -> int | None:
+    """The user id owning the other end of a loopback TCP connection from ``peer`` to
+    ``ours`` (Linux: the socket in /proc/net/tcp{,6} whose local address is the peer's and
+    whose remote address is ours); -1 when it is not found; None where the system does not
+    tell."""
+    if not sys.platform.startswith("linux"):
+        return None
+    local, remote = _proc_address(peer[0], peer[1]), _proc_address(ours[0], ours[1])
+    if local is None or remote is None:
+        return -1
+    try:
+        with open("/proc/net/tcp6" if ":" in peer[0] else "/proc/net/tcp", "rb") as fh:
+            table = fh.read().decode("ascii", "replace")
+    except OSError:
+        return None
+    for line in table.splitlines()[1:]:
+        f = line.split()
+        if len(f) > 7 and f[1] == local and f[2] == remote:
+            return int(f[7])
+    return -1
+
+
 class UpstreamUnavailable(Exception):
     pass
 
@@ -136,6 +176,178 @@ class _StartWithFirstChunk(web.StreamResponse):
     _send_headers_immediately = False
 
 
+# -- credentials never reach a log line or an error body
+
+CREDENTIAL_HEADERS = ("x-api-key", "authorization", "proxy-authorization", "x-goog-api-key",
+                      "x-cave-upstream-key", "api-key")
+_NAME = r"['\"]?\s*[:=,]\s*['\"]?)"
+_CREDENTIAL = re.compile(
+    r"(?i)((?:" + "|".join(re.escape(n) for n in CREDENTIAL_HEADERS) + ")" + _NAME +
+    r"(?:(?:bearer|basic|token)\s+)?[^\s'\",;\\]+"
+    r"|((?:set-)?cookie" + _NAME + r"[^\r\n'\"\\]+"
+    r"|\b(?:sk|rk|pk)-[A-Za-z0-9_\-]{6,}|\bAIza[0-9A-Za-z_\-]{10,}"
+    r"|\bbearer\s+[^\s'\",;\\]+")
+ENV_KEYS = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY")
+REDACTED = "[redacted]"
+
+
+def redact(text: str) -> str:
+    """``text`` with every credential header's value, every string shaped like a provider key
+    and the proxy's own environment keys replaced by ``[redacted]``."""
+    for var in ENV_KEYS:
+        key = os.environ.get(var)
+        if key and len(key) >= 8 and key in text:
+            text = text.replace(key, REDACTED)
+    return _CREDENTIAL.sub(lambda m: (m.group(1) or m.group(2) or "") + REDACTED, text)
+
+
+class _RedactFilter(logging.Filter):
+    """Formats a record once, redacted (message, arguments and traceback alike)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:  # a record whose arguments do not fit its format
+            message = str(record.msg)
+        record.msg, record.args = redact(message), ()
+        if record.exc_info:
+            import traceback
+
+            record.exc_text = redact("".join(
+                traceback.format_exception(*record.exc_info)).rstrip("\n"))
+            record.exc_info = None
+        elif record.exc_text:
+            record.exc_text = redact(record.exc_text)
+        if record.stack_info:
+            record.stack_info = redact(record.stack_info)
+        return True
+
+
+REDACT_FILTER = _RedactFilter()
+LOGGERS = ("caveman_engine", "caveman_engine.proxy", "aiohttp", "aiohttp.server",
+           "aiohttp.access", "aiohttp.client", "aiohttp.internal", "aiohttp.web", "asyncio")
+
+
+def install_redaction() -> None:
+    """Redact every record of the proxy's, aiohttp's and asyncio's loggers and every record
+    the root logger's handlers write (a filter on a logger does not see its children's)."""
+    for name in LOGGERS:
+        lg = logging.getLogger(name)
+        if REDACT_FILTER not in lg.filters:
+            lg.addFilter(REDACT_FILTER)
+    for handler in logging.getLogger().handlers:
+        if REDACT_FILTER not in handler.filters:
+            handler.addFilter(REDACT_FILTER)
+
+
+# -- connections: how many, and how long a request may take to arrive
+
+KEEPALIVE_TIMEOUT = 75.0  # an idle connection between requests is closed after this
+
+
+def _raw_error(status: int, reason: str, code: str, message: str) -> bytes:
+    body = json.dumps({"error": {"type": "cave_gateway_error", "code": code,
+                                 "message": message}}, separators=(",", ":")).encode()
+    return (f"HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\n"
+            f"content-length: {len(body)}\r\nconnection: close\r\n\r\n").encode() + body
+
+
+class _Connection(RequestHandler):
+    """One client connection: refused with a 503 beyond ``max_connections``; closed (408)
+    when a request's headers take longer than ``header_timeout`` from its first byte (or from
+    the connection's start); errors answered without echoing what the client sent."""
+
+    __slots__ = ("peer_uid", "_header_timer", "_limits")
+
+    def __init__(self, manager: _Server, **kwargs) -> None:
+        super().__init__(manager, **kwargs)
+        self.peer_uid = False  # not looked up yet (Proxy._may_use_env_key)
+        self._header_timer: asyncio.TimerHandle | None = None
+        self._limits = manager.limits
+
+    def connection_made(self, transport) -> None:
+        manager = self._manager
+        if manager is not None and len(manager._connections) >= self._limits.max_connections:
+            self._manager = None  # never registered: connection_lost has nothing to undo
+            log.warning("proxy: %d connections open, refusing one more",
+                        len(manager._connections))
+            transport.write(_raw_error(503, "Service Unavailable", "cave_too_many_connections",
+                                       "Too many open connections to the proxy."))
+            transport.close()
+            return
+        super().connection_made(transport)
+        self._arm()
+
+    def _arm(self) -> None:
+        self._header_timer = self._loop.call_later(self._limits.header_timeout,
+                                                   self._headers_late)
+
+    def _headers_late(self) -> None:
+        self._header_timer = None
+        if self._messages or self._request_in_progress or self.transport is None:
+            return
+        transport = self.transport
+        self.force_close()
+        try:
+            transport.write(_raw_error(408, "Request Timeout", "cave_request_timeout",
+                                       "The request headers did not arrive in time."))
+        except Exception:
+            pass
+
+    def data_received(self, data: bytes) -> None:
+        if self._header_timer is None and not self._request_in_progress \
+                and not self._messages:
+            self._arm()  # the first bytes of the connection's next request
+        super().data_received(data)
+        if self._messages and self._header_timer is not None:
+            self._header_timer.cancel()
+            self._header_timer = None
+
+    def connection_lost(self, exc) -> None:
+        if self._header_timer is not None:
+            self._header_timer.cancel()
+            self._header_timer = None
+        super().connection_lost(exc)
+
+    def handle_error(self, request, status: int = 500, exc=None, message=None):
+        """aiohttp's error answer, without the bytes it would quote (a malformed header line
+        is often the credential): one redacted line in the log, a JSON error body."""
+        if status == 400:
+            what = str(getattr(exc, "message", "") or message or "").strip().splitlines()
+            what = what[0].rstrip(": ") if what else "malformed request"
+            log.warning("proxy: bad request from %s: %s", request.remote, redact(what))
+            code, text = "cave_bad_request", f"Malformed HTTP request: {redact(what)}."
+        else:
+            log.error("proxy: error handling a request from %s: %s", request.remote,
+                      redact(repr(exc)) if exc is not None else status)
+            log.debug("proxy: traceback", exc_info=exc)
+            code, text = "cave_internal_error", "Internal error in the proxy."
+        if request.writer.output_size > 0:
+            raise ConnectionError("the response has started: no error answer possible")
+        body = json.dumps({"error": {"type": "cave_gateway_error", "code": code,
+                                     "message": text}}, separators=(",", ":")).encode()
+        resp = web.Response(status=status, body=body, content_type="application/json")
+        resp.force_close()
+        return resp
+
+
+@dataclass(frozen=True)
+class _Limits:
+    max_connections: int
+    header_timeout: float
+
+
+class _Server(web.Server):
+    """aiohttp's low-level server with :class:`_Connection` for every connection."""
+
+    def __init__(self, handler, *, limits: _Limits, **kwargs) -> None:
+        super().__init__(handler, **kwargs)
+        self.limits = limits
+
+    def __call__(self) -> _Connection:
+        return _Connection(self, loop=self._loop, **self._kwargs)
+
+
 class _Runner(web.ServerRunner):
     """aiohttp's runner for a low-level server, made and torn down with the proxy's upstream
     client session."""
@@ -146,8 +358,12 @@ class _Runner(web.ServerRunner):
 
     async def _make_server(self) -> web.Server:
         await self._proxy._start()
-        return web.Server(self._proxy.dispatch, access_log=None, auto_decompress=False,
-                          handler_cancellation=True)  # client gone: stop the upstream call
+        install_redaction()
+        cfg = self._proxy.config
+        return _Server(self._proxy.dispatch, access_log=None, auto_decompress=False,
+                       handler_cancellation=True,  # client gone: stop the upstream call
+                       keepalive_timeout=KEEPALIVE_TIMEOUT,
+                       limits=_Limits(cfg.max_connections, cfg.header_timeout))
 
     async def _cleanup_server(self) -> None:
         await self._proxy._stop()
@@ -165,13 +381,101 @@ class Proxy:
         self._eager_loop: asyncio.AbstractEventLoop | None = None
         self._scan_max = scan_max()  # read once, not for every response
         self.requests = 0
+        self._init_access()
+
+    # -- who may connect (SECURITY.md "The proxy's trust model")
+
+    def _init_access(self) -> None:
+        cfg = self.config
+        listen = f"[{cfg.host}]" if ":" in cfg.host else cfg.host
+        self._host_names = frozenset((*LOOPBACK_HOSTS, listen.lower(), *cfg.allowed_hosts))
+        self._origins_ok = frozenset(cfg.allowed_origins)
+        # exact Host values already let through: the check per request is one set lookup
+        self._hosts_ok: set = set()
+
+    def _host_allowed(self, value: str | None) -> bool:
+        """A Host of a loopback name or address, or of ``allowed_hosts``, with or without a
+        port. (A page that rebinds its own name to 127.0.0.1 still sends that name.)"""
+        if value is None:
+            return False
+        v = value.lower()
+        if v.startswith("["):
+            end = v.find("]") + 1
+            if end == 0:
+                return False
+        else:
+            end = v.find(":")
+            end = len(v) if end < 0 else end
+        name, port = v[:end], v[end:]
+        if port and not (port[0] == ":" and 1 < len(port) <= 6 and port[1:].isdigit()):
+            return False
+        if name in self._host_names:
+            ok = True
+        else:
+            try:
+                ok = ipaddress.ip_address(name.strip("[]") if name[:1] == "[" else name
+                                          ).is_loopback
+            except ValueError:
+                ok = False
+        if ok and len(self._hosts_ok) < HOSTS_SEEN:
+            self._hosts_ok.add(value)
+        return ok
+
+    def _refuse(self, request: web.BaseRequest) -> web.Response | None:
+        """The answer to a request from where the proxy does not serve (a Host that is not
+        loopback or allowed, a browser page whose Origin is not allowed), or None."""
+        h = request.headers
+        code = None
+        if h.get("host") not in self._hosts_ok and not self._host_allowed(h.get("host")):
+            code, message = "cave_host_not_allowed", \
+                "Host is not a loopback name or address (see allowed_hosts)."
+        elif ("origin" in h or "sec-fetch-site" in h) and h.get("origin") not in self._origins_ok:
+            code, message = "cave_origin_not_allowed", \
+                "Requests from web pages are refused (see allowed_origins)."
+        if code is None:
+            return None
+        rnd = os.urandom(26)
+        return self._error(403, code, message, uuid7(rnd[:10]), _uuid4_hex(rnd[10:]))
+
+    def _may_use_env_key(self, request: web.BaseRequest) -> bool:
+        """Whether a request without its own credential may be sent with the proxy's
+        environment key (``ANTHROPIC_API_KEY`` / ``OPENAI_API_KEY``): only a request that
+        :meth:`dispatch` let through (loopback or allowed Host), that no web page sent (no
+        ``Origin`` or ``Sec-Fetch-*``, even an allowed one), from a loopback peer, and, where
+        the system tells (Linux), from a process of the proxy's own user."""
+        h = request.headers
+        if "origin" in h or "sec-fetch-site" in h or "sec-fetch-mode" in h:
+            return False
+        if h.get("host") not in self._hosts_ok:
+            return False
+        proto = request.protocol
+        uid = getattr(proto, "peer_uid", False)  # once per connection
+        if uid is False:
+            uid = -1
+            transport = request.transport
+            peer = transport.get_extra_info("peername") if transport is not None else None
+            ours = transport.get_extra_info("sockname") if transport is not None else None
+            try:
+                if peer and ours and ipaddress.ip_address(peer[0]).is_loopback:
+                    uid = peer_uid(peer, ours)
+            except ValueError:
+                pass
+            if isinstance(proto, _Connection):
+                proto.peer_uid = uid
+        return uid is None or uid == os.geteuid()
 
     # -- lifecycle
 
     async def dispatch(self, request: web.BaseRequest) -> web.StreamResponse:
-        """Every request of the server: the two health checks, else :meth:`handle`. (The
+        """Every request of the server: first who sent it (:meth:`_refuse`, every path,
+        health checks included), then the two health checks, else :meth:`handle`. (The
         proxy has one handler, so it runs on aiohttp's low-level server, without an
         application's router and middleware chain.)"""
+        h = request.headers
+        if h.get("host") not in self._hosts_ok or "origin" in h or "sec-fetch-site" in h:
+            refused = self._refuse(request)
+            if refused is not None:
+                return refused
         if request.method in ("GET", "HEAD"):
             path = request.rel_url.path
             if path == "/health/live":
@@ -253,24 +557,27 @@ class Proxy:
 
     async def _read_body(self, request) -> bytes | None:
         """The whole body, or None when it exceeds the cap (the rest is read and dropped, up
-        to twice the cap, so the client sees the 413 instead of a reset)."""
+        to twice the cap, so the client sees the 413 instead of a reset). TimeoutError when
+        it has not all arrived ``body_timeout`` seconds after the headers."""
         cap = self.config.body_cap
         cl = request.content_length
         if cl is not None and cl > 2 * cap:
             return None
         chunks: list[bytes] = []
         seen = 0
-        while True:
-            chunk = await request.content.read(256 * 1024)
-            if not chunk:
-                break
-            seen += len(chunk)
-            if seen > cap:
-                chunks.clear()
-                if seen > 2 * cap:
-                    return None
-                continue
-            chunks.append(chunk)
+        # the whole body within body_timeout of its headers (raises TimeoutError)
+        async with asyncio.timeout(self.config.body_timeout):
+            while True:
+                chunk = await request.content.read(256 * 1024)
+                if not chunk:
+                    break
+                seen += len(chunk)
+                if seen > cap:
+                    chunks.clear()
+                    if seen > 2 * cap:
+                        return None
+                    continue
+                chunks.append(chunk)
         # one copy at most: a body that came in one read is that read's bytes
         return None if seen > cap else b"".join(chunks)
 
@@ -356,8 +663,15 @@ class Proxy:
         route = match_route(path)
         if route is None or request.method != "POST":
             return self._error(404, "cave_route_not_found", "No route for this path.", rid, trace)
-        body = await self._read_body(request)
         extra = {"x-cave-agent": agent} if agent else {}
+        try:
+            body = await self._read_body(request)
+        except TimeoutError:
+            resp = self._error(408, "cave_request_timeout",
+                               f"The request body did not arrive within "
+                               f"{self.config.body_timeout:g} s.", rid, trace, extra)
+            resp.force_close()
+            return resp
         if body is None:
             resp = self._error(413, "cave_request_too_large",
                                f"Request body exceeds {self.config.body_cap} bytes.", rid, trace,
