@@ -217,7 +217,12 @@ def _tool_search(st: State, doc: dict):
                     key=lambda i: -scores[i])
     chosen += ranked[:max(0, limit - len(chosen))]
     sent = [tools[i] for i in chosen]
-    engine = st.engine()
+    try:
+        engine = st.engine()
+    except Unavailable:  # counting needs no store
+        from ..engine import Engine
+
+        engine = Engine(None)
     full_tokens = engine.count(dumps(tools))
     sent_tokens = engine.count(dumps(sent)) if sent else 0
     out = {
