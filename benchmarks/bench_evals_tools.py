@@ -2,9 +2,10 @@
 
 Runs ``caveman-engine evals tools bfcl`` in process — the eight BFCL categories (simple,
 multiple, parallel, parallel_multiple and their live_ variants) read from the installed
-``bfcl-eval`` package, the lexical grader, types toolschema / toolschema-safe / toolschema-max —
-and prints the side-by-side table and the run time. ``--limit N`` bounds each category,
-``--json`` prints the report as JSON. Without ``bfcl-eval`` (``pip install --no-deps bfcl-eval``)
+``bfcl-eval`` package, the lexical (BM25) and semantic (WordLlama) graders side by side (the
+semantic one when ``wordllama`` is installed; ``--grader`` picks), types toolschema /
+toolschema-safe / toolschema-max — and prints the side-by-side table and the run time. ``--limit
+N`` bounds each category, ``--json`` prints the report as JSON. Without ``bfcl-eval`` (``pip install --no-deps bfcl-eval``)
 it says so and exits 0; ``main()`` returns 1 when a rewrite changes the validity of a
 ground-truth call.
 """
@@ -24,16 +25,29 @@ if str(ROOT) not in sys.path:
 TYPES = ["toolschema", "toolschema-safe", "toolschema-max"]
 
 
-def measure(limit: int | None = None) -> dict | None:
-    from caveman_engine.evals import bfcl, tools
+def graders(which: str | None = None) -> list:
+    """lexical, semantic or both (default: both when wordllama is installed, else lexical)."""
+    from caveman_engine.evals import semantic
     from caveman_engine.evals.lexical import LexicalGrader
+
+    which = which or ("both" if semantic.available() else "lexical")
+    out = [LexicalGrader()] if which in ("lexical", "both") else []
+    if which in ("semantic", "both"):
+        out.append(semantic.SemanticGrader())
+    return out
+
+
+def measure(limit: int | None = None, grader: str | None = None) -> dict | None:
+    from caveman_engine.evals import bfcl, tools
 
     if bfcl.package_data_dir() is None:
         return None
-    runner = tools.Runner(TYPES, LexicalGrader())
+    chosen = graders(grader)
+    runner = tools.Runner(TYPES, chosen)
     stats = [runner.run_dataset(cases[0].dataset, cases)
              for cases in bfcl.resolve("bfcl", limit) if cases]
-    return tools.report(stats, TYPES, "lexical", runner.counter.name, runner.pick is not None)
+    return tools.report(stats, TYPES, [g.name for g in chosen], runner.counter.name,
+                        runner.pick is not None)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -42,9 +56,11 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--limit", type=int, default=None, help="at most N cases per category")
     ap.add_argument("--json", action="store_true", help="print the report as JSON")
+    ap.add_argument("--grader", choices=["lexical", "semantic", "both"], default=None,
+                    help="tool-choice grader(s) (default: both when wordllama is installed)")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
-    rep = measure(args.limit)
+    rep = measure(args.limit, args.grader)
     if rep is None:
         print("bfcl-eval is not installed: pip install --no-deps bfcl-eval")
         return 0
