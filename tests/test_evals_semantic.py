@@ -193,3 +193,28 @@ def test_without_wordllama(cli_env):
         assert r.returncode == 2 and r.stdout == b""
         assert r.stderr.decode() == ("evals tools: the semantic grader needs wordllama: "
                                      "pip install 'caveman-engine[evals]'\n")
+
+
+_MODULES_AFTER = r"""
+import sys
+out = sys.argv.pop(1)
+sys.argv[0] = "caveman-engine"
+from caveman_engine.launcher import main
+try:
+    main()
+finally:
+    with open(out, "w") as f:
+        f.write("\n".join(sorted(sys.modules)))
+"""
+
+
+def test_lexical_grader_does_not_load_the_model(cli_env, tmp_path):
+    out = tmp_path / "modules.txt"
+    r = subprocess.run([sys.executable, "-c", _MODULES_AFTER, str(out), "evals", "tools",
+                        str(CASES), "--grader", "lexical", "--type", "toolschema"],
+                       capture_output=True, env=cli_env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "top-1 by grader" not in r.stdout.decode()  # one grader: one table
+    loaded = set(out.read_text().split())
+    assert not loaded & {"wordllama", "numpy", "tokenizers", "safetensors"}
+    assert "caveman_engine.evals.tools" in loaded
