@@ -3,6 +3,7 @@ MCP catalogs of tests/corpus where a question shares no word with the right tool
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -11,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("wordllama")
+if importlib.util.find_spec("wordllama") is None:  # not imported here: it configures logging
+    pytest.skip("wordllama is not installed (pip install 'caveman-engine[evals]')",
+                allow_module_level=True)
 
 from caveman_engine.catalog import envelope  # noqa: E402
 from caveman_engine.evals import bfcl, lexical, semantic, tools  # noqa: E402
@@ -78,10 +81,25 @@ def test_embeddings_are_deterministic():
     first = [a.vector(t).tobytes() for t in texts]
     assert [b.vector(t).tobytes() for t in reversed(texts)][::-1] == first  # order-free
     assert [a.vector(t).tobytes() for t in texts] == first
-    fresh = semantic.Embedder(semantic._import_quietly())  # a second load of the model
+    fresh = semantic.Embedder(semantic.load_model())  # a second load of the model
     assert [fresh.vector(t).tobytes() for t in texts] == first
     for t in texts:
         assert float(a.vector(t) @ a.vector(t)) == pytest.approx(1.0)
+
+
+def test_loading_the_model_leaves_logging_as_it_was():
+    code = ("import logging, sys\n"
+            "root = logging.getLogger()\n"
+            "if sys.argv[1] == 'grader':\n"
+            "    from caveman_engine.evals import semantic\n"
+            "    semantic.load_model()\n"
+            "else:\n"
+            "    import wordllama.inference\n"
+            "print(len(root.handlers), root.level)\n")
+    runs = {how: subprocess.run([sys.executable, "-c", code, how], capture_output=True,
+                                text=True, timeout=120) for how in ("grader", "plain")}
+    assert runs["plain"].stdout.split() == ["1", "20"]  # a plain import adds a handler, INFO
+    assert runs["grader"].stdout.split() == ["0", "30"], runs["grader"].stderr
 
 
 def test_text_without_tokens_scores_zero_and_keeps_catalog_order(cases):

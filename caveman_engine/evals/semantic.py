@@ -64,9 +64,10 @@ def _load_model():
         raise SemanticUnavailable(f"cannot load the wordllama model from {package}: {exc}") from None
 
 
-def _import_quietly():
-    """Import wordllama without the side effect of its ``inference`` module, which calls
-    ``logging.basicConfig(level=INFO)`` at import time (a stderr handler on the root logger)."""
+def load_model():
+    """WordLlama's model, from the files in its wheel. Importing wordllama configures logging
+    (its ``inference`` module calls ``logging.basicConfig(level=INFO)``, a stderr handler on the
+    root logger); the root logger's handlers and level are put back as they were."""
     import logging
 
     root = logging.getLogger()
@@ -91,7 +92,7 @@ class Embedder:
     """Unit-length embeddings of texts, cached by text."""
 
     def __init__(self, model=None) -> None:
-        self.model = model if model is not None else _import_quietly()
+        self.model = model if model is not None else load_model()
         self._cache: dict[str, Any] = {}
 
     def vector(self, text: str):
