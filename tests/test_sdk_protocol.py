@@ -495,6 +495,83 @@ def test_openai_adapter_compresses_the_tool_result_and_recovers_it(proxy, runtim
     assert page["complete"] is True and page["text"] == original
     _figure(proxy, "openai chat adapter (github catalog, api_results tool result)",
             original, sent)
+    # the whole request (26 tools + caveman_retrieve + messages), as sent and as it would be
+    got = [r for r in upstream.fake.received if r.path == "/v1/chat/completions"][-1].json()
+    whole = proxy.tokens(json.dumps(got).encode())
+    for m in got["messages"]:
+        if m.get("role") == "tool":
+            m["content"] = original
+    unchanged = proxy.tokens(json.dumps(got).encode())
+    assert whole < unchanged
+    FIGURES["openai chat adapter, whole request"] = f"{unchanged} -> {whole} tokens"
+
+
+def test_async_openai_adapter_through_the_async_runtime(proxy, runtime, upstream):
+    import asyncio
+
+    openai = pytest.importorskip("openai")
+    from caveman_middleware.openai import with_caveman_openai_tools
+
+    tools = _openai_chat_tools()
+    original = _api_results()
+
+    async def recover_later(args):
+        return original
+
+    async def main():
+        client = openai.AsyncOpenAI(api_key="test", base_url=proxy.url + "/v1", max_retries=0)
+        loop = with_caveman_openai_tools(
+            client, runtime=runtime, scope=Scope("openai", "async-1"), protocol="openai-chat",
+            tools=tools, functions={t["function"]["name"]: recover_later for t in tools})
+        messages = [
+            {"role": "user", "content": "Which hosts are slow?"},
+            {"role": "assistant", "content": None, "tool_calls": [{
+                "id": "call_1", "type": "function",
+                "function": {"name": "search_issues", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "call_1", "content": original},
+        ]
+        await loop.client.chat.completions.create(model="gpt-test", messages=messages,
+                                                  tools=loop.tools)
+        sent = _tool_text_received(upstream, "/v1/chat/completions")
+        handle = sent[len(MARKER):].split("]", 1)[0]
+        page = await loop.functions["caveman_retrieve"]({"handle": handle})
+        await client.close()
+        return sent, page
+
+    sent, page = asyncio.run(main())
+    assert sent.startswith(MARKER) and page["text"] == original
+
+
+def test_openai_responses_adapter_compresses_the_function_output(proxy, runtime, upstream):
+    openai = pytest.importorskip("openai")
+    from caveman_middleware.openai import with_caveman_openai_tools
+
+    tools = [{"type": "function", **t["function"]} for t in _openai_chat_tools()]
+    original = _api_results()
+    client = openai.OpenAI(api_key="test", base_url=proxy.url + "/v1", max_retries=0)
+    loop = with_caveman_openai_tools(client, runtime=runtime, scope=Scope("openai", "resp-1"),
+                                     protocol="openai-responses", tools=tools,
+                                     functions={t["name"]: (lambda a: original) for t in tools})
+    items = [
+        {"role": "user", "content": "Which hosts are slow?"},
+        {"type": "function_call", "call_id": "call_1", "name": "search_issues",
+         "arguments": '{"q": "slow"}'},
+        {"type": "function_call_output", "call_id": "call_1", "output": original},
+    ]
+    # a stored response would outlive the call: the adapter compresses only with store=False
+    loop.client.responses.create(model="gpt-test", input=items, tools=loop.tools, store=False)
+    assert runtime.last_report.status == "applied"
+    got = [r for r in upstream.fake.received if r.path == "/v1/responses"][-1].json()
+    sent = next(i["output"] for i in got["input"] if i.get("type") == "function_call_output")
+    assert sent.startswith(MARKER)
+    handle = sent[len(MARKER):].split("]", 1)[0]
+    assert loop.functions["caveman_retrieve"]({"handle": handle})["text"] == original
+    loop.client.responses.create(model="gpt-test", input=items, tools=loop.tools)
+    assert runtime.last_report.reason == "provider_state_retained"
+    got = [r for r in upstream.fake.received if r.path == "/v1/responses"][-1].json()
+    assert got["input"][2]["output"] == original
+    _figure(proxy, "openai responses adapter (github catalog, api_results output)",
+            original, sent)
 
 
 def test_anthropic_adapter_compresses_the_tool_result(proxy, runtime, upstream):
