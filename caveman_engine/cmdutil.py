@@ -7,17 +7,47 @@ from __future__ import annotations
 import os
 import sys
 
-COMPRESS_USAGE = "usage: caveman-engine compress [--type <content-type>]"
-RETRIEVE_USAGE = "usage: caveman-engine retrieve <handle> [query]"
-TOON_USAGE = "usage: caveman-engine toon encode|decode"
+COMPRESS_USAGE = "usage: caveman-engine compress [--type TYPE] [FILE]"
+RETRIEVE_USAGE = "usage: caveman-engine retrieve HANDLE [QUERY]"
+TOON_USAGE = "usage: caveman-engine toon encode|decode [FILE]"
+_ON_TERMINAL = "  (no FILE given and stdin is a terminal; see --help)"
 # Printed (exit 2) when a command would read stdin and stdin is a terminal.
 TERMINAL_USAGE = {
-    "compress": "usage: caveman-engine compress [--type TYPE] [FILE]  "
-                "(no FILE given and stdin is a terminal; see --help)",
-    "toon": "usage: caveman-engine toon encode|decode [FILE]  "
-            "(no FILE given and stdin is a terminal; see --help)",
+    "compress": COMPRESS_USAGE + _ON_TERMINAL,
+    "toon": TOON_USAGE + _ON_TERMINAL,
+    "detect": "usage: caveman-engine detect [FILE]..." + _ON_TERMINAL,
+    "measure": "usage: caveman-engine measure [--type TYPE] [FILE|-]" + _ON_TERMINAL,
+    "diff": "usage: caveman-engine diff --type TYPE [FILE|-]" + _ON_TERMINAL,
 }
 STRICT_TYPES_ENV = "CAVEMAN_STRICT_TYPES"
+
+
+def did_you_mean(word: str, choices) -> str:
+    """`` (did you mean X?)`` for the choice closest to a mistyped ``word``, or ``""``. The one
+    helper behind every "did you mean" of the command line (options, --type, --format, ...)."""
+    import difflib
+
+    found = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean {found[0]}?)" if found else ""
+
+
+def bad_value(option: str, value: str, choices, kind: str | None = None, also=()) -> str:
+    """The one wording for a value an option does not take: ``--format jsn: not one of text,
+    json (did you mean json?)``; with ``kind``, ``--type x: unknown content type (...)``.
+    ``also``: accepted spellings that are not listed but may be suggested."""
+    choices = list(choices)
+    what = f"unknown {kind}" if kind else "not one of " + ", ".join(choices)
+    return f"{option} {value}: {what}{did_you_mean(value, choices + list(also))}"
+
+
+def usage_error(command: str, message: str) -> None:
+    """A usage error: one line naming the command, exit 2."""
+    fail(f"caveman-engine {command}: {message}", 2)
+
+
+def cannot_read(command: str, path: str, exc: OSError) -> str:
+    """The one wording for a FILE that cannot be read (exit 1 unless the command says)."""
+    return f"caveman-engine {command}: cannot read {path}: {exc.strerror or exc}"
 
 
 def fail(message: str, code: int = 1) -> None:
@@ -55,7 +85,7 @@ def read_input(command: str, path: str | None) -> bytes:
 
         fail(f"{command}: {path}: larger than {MAX_INPUT} bytes")
     except OSError as exc:
-        fail(f"{command}: cannot read {path}: {exc.strerror or exc}")
+        fail(cannot_read(command, path, exc))
 
 
 def write_stdout(data: bytes) -> None:
@@ -91,7 +121,3 @@ def open_store_or_fail():
         fail(f"cannot open recovery store: {exc}")
 
 
-def ignored_arguments(command: str, extra: tuple[str, ...], quiet: bool) -> None:
-    """The reference ignores extra arguments here; we keep that, and say so."""
-    if extra:
-        warn(f"{command}: ignoring extra arguments: {' '.join(extra)}", quiet)

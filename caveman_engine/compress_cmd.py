@@ -7,12 +7,15 @@ from __future__ import annotations
 import os
 import sys
 
-from .cmdutil import STRICT_TYPES_ENV, fail, open_store_or_fail, read_input, warn, write_stdout
+from .cmdutil import (STRICT_TYPES_ENV, bad_value, fail, open_store_or_fail, read_input,
+                      usage_error, warn, write_stdout)
 
 
 def run(paths: tuple[str, ...] | list[str], content_type: str | None, *, strict: bool = False,
         quiet: bool = False, report_path: str | None = None) -> None:
     path = _path(paths)
+    if report_path == "-":  # `-` is where the report goes anyway: stderr, not a file named -
+        report_path = None
     report_file = _open_report(report_path) if report_path else None
     data = read_input("compress", path)
     store = open_store_or_fail()
@@ -55,15 +58,13 @@ def _compress(store, data: bytes, content_type: str | None, strict: bool,
 
 
 def _path(paths) -> str | None:
-    """At most one FILE. A word that names no file keeps the reference's error."""
+    """At most one FILE (a FILE that cannot be read is reported when it is read)."""
     if not paths:
         return None
-    first = paths[0]
-    if first != "-" and not os.path.exists(first):
-        fail(f"unknown compress flag: {first}")
     if len(paths) > 1:
-        fail(f"unknown compress flag: {paths[1]}")
-    return first
+        usage_error("compress", f"unexpected argument: {' '.join(paths[1:])} "
+                                "(compress reads one FILE)")
+    return paths[0]
 
 
 def _check_type(content_type: str | None, strict: bool, quiet: bool) -> bool:
@@ -74,9 +75,8 @@ def _check_type(content_type: str | None, strict: bool, quiet: bool) -> bool:
     from . import registry
 
     if registry.entry(content_type) is None:
-        hint = registry.closest(content_type)
-        message = f"compress: unknown content type: {content_type}" + (
-            f" (did you mean {hint}?)" if hint else "")
+        message = "caveman-engine compress: " + bad_value(
+            "--type", content_type, [e.type for e in registry.entries()], kind="content type")
         if strict or os.environ.get(STRICT_TYPES_ENV, "") == "1":
             fail(message, 2)
         if not quiet and sys.stderr.isatty():
@@ -101,8 +101,8 @@ def _open_report(path: str):
 
 def fast_args(args: list[str]) -> tuple[str | None, list[str]] | None:
     """``--type T`` (repeatable, last wins) and plain words: the (type, words) of a compress
-    the fast path can answer; None for anything else (help, our switches, odd flags), which
-    click then parses with its full error reporting."""
+    the fast path can answer; None for anything else (help, our switches, unknown options, a
+    second FILE), which click then parses with its full error reporting."""
     content_type = None
     words: list[str] = []
     i = 0
@@ -118,4 +118,6 @@ def fast_args(args: list[str]) -> tuple[str | None, list[str]] | None:
             return None
         words.append(a)
         i += 1
+    if len(words) > 1:
+        return None
     return content_type, words

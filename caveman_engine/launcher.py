@@ -1,9 +1,10 @@
 """The console script's entry point.
 
 Every command runs between :func:`stdio.install` and a final flush, so that a short or failed
-write to stdout (a full disk, a closed descriptor, a reader that went away) ends in one line on
-stderr and exit 1 instead of a success, and Ctrl-C ends in one line and exit 130, never in a
-traceback.
+write to stdout (a full disk, a closed descriptor) ends in one line on stderr and exit 1 instead
+of a success, and Ctrl-C ends in one line and exit 130, never in a traceback. A reader that
+went away after the bytes it wanted (``| head``) ends the process quietly by SIGPIPE, as it
+ends ``cat`` or ``yes``: the shell reports 141.
 
 `caveman-engine detect` is called once per file by shell pipelines and `compress` on every
 agent request, so their cold start matters: `detect` and a plain `compress [--type T] [FILE]`
@@ -48,6 +49,8 @@ def main() -> None:
             code = _exit_code(exc.code)
         stdio.flush()
     except stdio.OutputError as exc:
+        if exc.broken_pipe:
+            stdio.die_of_sigpipe()
         prefix = _WRITE_PREFIX.get(command, f"{command}: " if command else "caveman-engine: ")
         stdio.say(f"{prefix}{exc}")
         code, fast = 1, False
@@ -97,25 +100,28 @@ def _exit_code(code) -> int:
     return 1
 
 
-DETECT_USAGE = ("usage: caveman-engine detect [FILE]...  "
-                "(no FILE given and stdin is a terminal; see --help)")
-
-
-def run_detect(paths: list[str]) -> int:
+def run_detect(args: list[str]) -> int:
     """``detect [FILE]...``: one file (or stdin) prints its type; several print
-    ``FILE<TAB>type`` lines. An unreadable file is one error line; the others still print."""
+    ``FILE<TAB>type`` lines. A FILE that cannot be read is one error line (exit 1); the others
+    still print. A word starting with ``-`` (other than ``-``, and before ``--``) is a usage
+    error, exit 2."""
+    from .cmdutil import TERMINAL_USAGE, cannot_read, did_you_mean
     from .detect import detect
     from .limits import MAX_INPUT, InputTooLarge, read_bounded, read_path
 
-    # The reference ignores detect's arguments and reads stdin. Words that name a file (and
-    # `-`) are ours to read; the others are still ignored, with a warning.
-    ignored = [p for p in paths if p != "-" and not os.path.exists(p)]
-    if ignored:
-        stdio.say(f"detect: ignoring arguments that name no file: {' '.join(ignored)}")
-        paths = [p for p in paths if p not in ignored]
+    paths = []
+    for i, a in enumerate(args):
+        if a == "--":
+            paths += args[i + 1:]
+            break
+        if a.startswith("-") and a != "-":
+            stdio.say(f"caveman-engine detect: no such option: {a}"
+                      + did_you_mean(a, ["--help"]))
+            return 2
+        paths.append(a)
     if not paths:
         if sys.stdin.isatty():
-            stdio.say(DETECT_USAGE)
+            stdio.say(TERMINAL_USAGE["detect"])
             return 2
         paths = ["-"]
     several = len(paths) > 1
@@ -129,8 +135,8 @@ def run_detect(paths: list[str]) -> int:
             code = 1
             continue
         except OSError as exc:
-            where = "read stdin" if p == "-" else f"cannot read {p}"
-            stdio.say(f"detect: {where}: {exc.strerror or exc}")
+            stdio.say(f"detect: read stdin: {exc.strerror or exc}" if p == "-"
+                      else cannot_read("detect", p, exc))
             code = 1
             continue
         sys.stdout.write(f"{p}\t{detect(data)}\n" if several else detect(data) + "\n")

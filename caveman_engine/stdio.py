@@ -4,8 +4,10 @@ Python's own ``sys.stdout.buffer`` is an unbuffered ``FileIO`` under ``PYTHONUNB
 ``-u``): its ``write`` may write part of the data and return the count, which callers ignore.
 :func:`install` replaces stdout and stderr with buffered writers over the same descriptors: a
 buffered writer retries short writes until every byte is out, and any failure (a full disk, a
-reader that went away, a closed descriptor) surfaces as :class:`OutputError`, which the console
-script turns into one line on stderr and exit 1.
+closed descriptor) surfaces as :class:`OutputError`, which the console script turns into one
+line on stderr and exit 1. A reader that went away (``EPIPE``: ``| head`` took what it wanted)
+is not an error to report: the console script ends by SIGPIPE, quietly, as other Unix tools
+do (:func:`die_of_sigpipe`).
 
 A descriptor 0, 1 or 2 that is closed when the process starts is first reopened on
 ``/dev/null``, so that no file the engine opens later (the recovery store) can take its number
@@ -31,6 +33,8 @@ class OutputError(Exception):
     def __init__(self, stream: str, exc: OSError) -> None:
         self.stream = stream
         self.detail = exc.strerror or str(exc)
+        # the reader closed its end: what it read was whole, it just wanted no more
+        self.broken_pipe = exc.errno == errno.EPIPE
         super().__init__(f"write {stream}: {self.detail}")
 
 
@@ -118,3 +122,17 @@ def say(line: str) -> None:
         sys.stderr.flush()
     except (OutputError, OSError, ValueError):
         pass
+
+
+def die_of_sigpipe() -> None:
+    """End the process as SIGPIPE ends ``cat`` when its reader goes away: no message, and
+    the shell reports 141 (128 + 13). Python ignores SIGPIPE, so it is restored and raised."""
+    import signal
+
+    for stream in (sys.stdout, sys.stderr):  # nothing more may be written on the way out
+        raw = getattr(getattr(stream, "buffer", None), "raw", None)
+        if isinstance(raw, _Sink):
+            raw.failed = True
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGPIPE)
+    os._exit(128 + signal.SIGPIPE)  # pragma: no cover - only if the signal could not end us

@@ -18,7 +18,8 @@ import time
 
 import click
 
-from .cli import CONTEXT, FORMAT, fail, open_store_or_fail, warn, write_stdout
+from .cli import (CONTEXT, FORMAT, did_you_mean, fail, open_store_or_fail, usage_line, warn,
+                  write_stdout)
 
 SUBCOMMANDS = "path, info, vacuum, export, purge"
 _AGE = re.compile(r"([0-9]+)([smhdw])")
@@ -32,7 +33,8 @@ class StoreCommand(click.Command):
         try:
             return super().make_context(info_name, args, parent=parent, **extra)
         except click.UsageError as exc:
-            fail(f"caveman-engine store {info_name}: {exc.format_message()}", 2)
+            fail(usage_line(exc, args, where=f"caveman-engine store {info_name}", command=self),
+                 2)
 
 
 class StoreGroup(click.Group):
@@ -41,7 +43,8 @@ class StoreGroup(click.Group):
     def resolve_command(self, ctx, args):
         name = args[0] if args else ""
         if self.get_command(ctx, name) is None:
-            fail(f"caveman-engine store: unknown subcommand: {name} (one of {SUBCOMMANDS})", 2)
+            fail(f"caveman-engine store: unknown subcommand: {name} (one of {SUBCOMMANDS})"
+                 f"{did_you_mean(name, SUBCOMMANDS.split(', '))}", 2)
         return super().resolve_command(ctx, args)
 
 

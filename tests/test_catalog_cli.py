@@ -89,8 +89,8 @@ def test_measure_bad_input_exit_2(cli, data, needle):
 
 
 def test_measure_missing_file_and_unknown_rule(cli, tmp_path, catalog):
-    r = cli("measure", str(tmp_path / "none.json"))
-    assert r.returncode == 2 and b"cannot read" in r.stderr
+    r = cli("measure", str(tmp_path / "none.json"))  # a missing FILE is exit 1 (docs/cli.md)
+    assert r.returncode == 1 and b"cannot read" in r.stderr
     r = cli("measure", str(catalog), "--disable-rule", "bogus")
     assert r.returncode == 2 and b"unknown safe rule: bogus" in r.stderr
 
@@ -167,7 +167,8 @@ def test_check_bad_input_exit_2(cli, catalog, tmp_path, problem):
         args[1] = str(tmp_path / "absent.json")
     r = cli(*args)
     assert r.returncode == 2, r.stdout
-    assert r.stderr.decode().startswith("check: ") and r.stderr.count(b"\n") == 1
+    prefix = "caveman-engine check: cannot read " if problem == "catalog" else "check: "
+    assert r.stderr.decode().startswith(prefix) and r.stderr.count(b"\n") == 1
 
 
 # ----------------------------------------------------------------------------- diff
@@ -208,7 +209,8 @@ def test_diff_other_types_and_errors(cli, catalog):
     r = cli("diff", "--type", "toolschema", str(CORPUS / "fetch.tools.json"), "--exit-code")
     assert r.returncode == 1 and r.stdout.startswith(b"--- a/fetch\n+++ b/fetch\n")
     r = cli("diff", "--type", "nope", str(catalog))
-    assert r.returncode == 2 and r.stderr.startswith(b"diff: unknown or unavailable content type: nope")
+    assert r.returncode == 2 and r.stderr.startswith(
+        b"caveman-engine diff: --type nope: unknown or unavailable content type")
     r = cli("diff", str(catalog))
     assert r.returncode == 2  # --type is required
 

@@ -35,13 +35,16 @@ def test_unknown_subcommand(cli):
 
 
 def test_compress_flag_errors(cli):
+    """No vector pins the reference's `unknown compress flag` (exit 1): these are usage
+    errors like everywhere else (docs/cli.md)."""
     r = cli("compress", "--bogus")
-    assert (r.returncode, r.stderr) == (1, b"unknown compress flag: --bogus\n")
+    assert (r.returncode, r.stderr) == (2, b"caveman-engine compress: no such option: --bogus\n")
     r = cli("compress", "--type")
     assert (r.returncode, r.stderr) == (
-        1, b"usage: caveman-engine compress [--type <content-type>]\n")
+        2, b"caveman-engine compress: option --type needs a value\n")
     r = cli("compress", "stray")
-    assert (r.returncode, r.stderr) == (1, b"unknown compress flag: stray\n")
+    assert (r.returncode, r.stderr) == (
+        1, b"caveman-engine compress: cannot read stray: No such file or directory\n")
 
 
 def test_type_value_may_start_with_dashes_and_last_wins(cli):
@@ -118,10 +121,10 @@ def test_odd_inputs_give_a_normal_report(cli, name, ctype):
         assert r.stdout == data
 
 
-def test_detect_ignores_extra_arguments(cli):
+def test_detect_refuses_unknown_options(cli):
     r = cli("detect", "--whatever", "x", input=b'{"a":1}')
-    assert (r.returncode, r.stdout) == (0, b"json\n")
-    assert r.stderr == b"detect: ignoring arguments that name no file: --whatever x\n"
+    assert (r.returncode, r.stdout) == (2, b"")
+    assert r.stderr == b"caveman-engine detect: no such option: --whatever\n"
 
 
 def test_registry_is_one_line_of_json(cli):
@@ -145,9 +148,11 @@ def test_registry_all_lists_every_type(cli):
 
 def test_toon_usage_errors(cli):
     r = cli("toon")
-    assert (r.returncode, r.stderr) == (1, b"usage: caveman-engine toon encode|decode\n")
-    r = cli("toon", "sideways", input=b"{}")
-    assert (r.returncode, r.stderr) == (1, b"usage: caveman-engine toon encode|decode\n")
+    assert (r.returncode, r.stderr) == (
+        2, b"caveman-engine toon: missing VERB (usage: caveman-engine toon encode|decode [FILE])\n")
+    r = cli("toon", "encod", input=b"{}")
+    assert (r.returncode, r.stderr) == (
+        2, b"caveman-engine toon: VERB encod: not one of encode, decode (did you mean encode?)\n")
 
 
 def test_best_of_json_picks_the_smaller_encoding(cli):

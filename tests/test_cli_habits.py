@@ -43,17 +43,19 @@ def test_detect_several_files_and_stdin(cli, files):
     assert r.stdout == f"{a}\tjson\n{b}\tdiff\n-\ttext\n".encode()
 
 
-def test_detect_words_that_name_no_file_are_ignored_as_the_reference_does(cli):
+def test_detect_a_word_is_a_file_even_when_missing(cli):
     r = cli("detect", "nope.json", input=b'{"a": 1}')
-    assert (r.returncode, r.stdout) == (0, b"json\n")
-    assert r.stderr == b"detect: ignoring arguments that name no file: nope.json\n"
+    assert (r.returncode, r.stdout) == (1, b"")
+    assert r.stderr == b"caveman-engine detect: cannot read nope.json: No such file or directory\n"
 
 
-def test_detect_missing_file_among_files_is_ignored_with_a_warning(cli, files):
-    a, missing = str(files / "a.json"), str(files / "nope")
-    r = cli("detect", a, missing, "--frob")
-    assert (r.returncode, r.stdout) == (0, b"json\n")
-    assert r.stderr == f"detect: ignoring arguments that name no file: {missing} --frob\n".encode()
+def test_detect_missing_file_among_files_the_rest_still_print(cli, files):
+    a, b, missing = str(files / "a.json"), str(files / "b.diff"), str(files / "nope")
+    r = cli("detect", a, missing, b)
+    assert r.returncode == 1
+    assert r.stdout == f"{a}\tjson\n{b}\tdiff\n".encode()
+    assert r.stderr == (f"caveman-engine detect: cannot read {missing}: "
+                        f"No such file or directory\n").encode()
 
 
 def test_detect_unreadable_file_is_an_error_the_rest_still_print(cli, files):
@@ -61,7 +63,13 @@ def test_detect_unreadable_file_is_an_error_the_rest_still_print(cli, files):
     r = cli("detect", a, d)
     assert r.returncode == 1
     assert r.stdout == f"{a}\tjson\n".encode()
-    assert r.stderr == f"detect: cannot read {d}: Is a directory\n".encode()
+    assert r.stderr == f"caveman-engine detect: cannot read {d}: Is a directory\n".encode()
+
+
+def test_detect_double_dash_ends_options(cli, tmp_path):
+    (tmp_path / "-x.json").write_bytes(b'{"a": 1}')
+    r = cli("detect", "--", str(tmp_path / "-x.json"))
+    assert (r.returncode, r.stdout, r.stderr) == (0, b"json\n", b"")
 
 
 def test_detect_file_loop(cli, files):
@@ -84,9 +92,10 @@ def test_compress_dash_is_stdin(cli):
     assert cli("compress", "-", input=b"abc").stdout == b"abc"
 
 
-def test_compress_second_word_keeps_the_reference_error(cli, files):
+def test_compress_second_word_is_a_usage_error(cli, files):
     r = cli("compress", str(files / "a.json"), "extra")
-    assert (r.returncode, r.stderr) == (1, b"unknown compress flag: extra\n")
+    assert (r.returncode, r.stdout) == (2, b"")
+    assert r.stderr == b"caveman-engine compress: unexpected argument: extra (compress reads one FILE)\n"
 
 
 def test_retrieve_to_file(cli, tmp_path):
@@ -119,7 +128,8 @@ def test_toon_files(cli, tmp_path):
     assert json.loads(dec.stdout) == json.loads(src.read_bytes())
     r = cli("toon", "encode", str(tmp_path / "none.json"))
     assert r.returncode == 1
-    assert r.stderr.decode().startswith(f"toon: cannot read {tmp_path / 'none.json'}: ")
+    assert r.stderr.decode() == (f"caveman-engine toon: cannot read {tmp_path / 'none.json'}: "
+                                 "No such file or directory\n")
 
 
 # --------------------------------------------------------------------------- terminals
@@ -163,6 +173,9 @@ def env(cli_env):
     (["compress"], b"usage: caveman-engine compress [--type TYPE] [FILE]"),
     (["compress", "--type", "log"], b"usage: caveman-engine compress [--type TYPE] [FILE]"),
     (["toon", "encode"], b"usage: caveman-engine toon encode|decode [FILE]"),
+    (["measure"], b"usage: caveman-engine measure [--type TYPE] [FILE|-]"),
+    (["measure", "--type", "toolschema-max"], b"usage: caveman-engine measure [--type TYPE]"),
+    (["diff", "--type", "toolschema-safe"], b"usage: caveman-engine diff --type TYPE [FILE|-]"),
 ])
 def test_terminal_stdin_without_file_prints_usage(env, args, usage):
     code, out, err = _on_terminal(args, env, stdin_tty=True)
@@ -177,7 +190,7 @@ def test_unknown_type_warns_on_a_terminal_before_the_report(env):
                                   stderr_tty=True, input=b"abc")
     assert code == 0 and out == b"abc"
     lines = err.decode().splitlines()
-    assert lines[0] == ("compress: unknown content type: toolschema-mx "
+    assert lines[0] == ("caveman-engine compress: --type toolschema-mx: unknown content type "
                         "(did you mean toolschema-max?); the input passes through")
     assert json.loads(lines[1])["content_type"] == "toolschema-mx"
 
@@ -194,7 +207,7 @@ def test_strict_types(cli, how):
     env = {"CAVEMAN_STRICT_TYPES": "1"} if how == "env" else {}
     r = cli(*args, input=b"abc", env=env)
     assert (r.returncode, r.stdout) == (2, b"")
-    assert r.stderr == (b"compress: unknown content type: toolschema-mx "
+    assert r.stderr == (b"caveman-engine compress: --type toolschema-mx: unknown content type "
                         b"(did you mean toolschema-max?)\n")
     ok = cli("compress", "--strict", "--type", "toolschema-max", input=GITHUB.read_bytes())
     assert ok.returncode == 0
@@ -213,24 +226,23 @@ def test_unknown_safe_rule_is_an_error(cli):
 
 
 @pytest.mark.parametrize("args", [["stats", "x"], ["registry", "x", "y"],
-                                  ["registry", "--all", "x"]])
-def test_ignored_extra_arguments_warn(cli, args):
-    plain = cli(*[a for a in args if a in ("stats", "registry", "--all")])
+                                  ["registry", "--all", "x"], ["registry", "-q", "x"]])
+def test_extra_arguments_are_usage_errors(cli, args):
+    """stats and registry read no FILE: a word there is a usage error, not ignored."""
     r = cli(*args)
-    assert r.returncode == 0 and r.stdout == plain.stdout
-    extra = " ".join(a for a in args[1:] if a != "--all")
-    assert r.stderr.decode() == f"{args[0]}: ignoring extra arguments: {extra}\n"
-    quiet = cli(*args, "-q")
-    assert (quiet.stdout, quiet.stderr) == (plain.stdout, b"")
+    assert (r.returncode, r.stdout) == (2, b"")
+    extra = " ".join(a for a in args[1:] if not a.startswith("-"))
+    assert r.stderr.decode() == f"caveman-engine {args[0]}: unexpected argument: {extra}\n"
 
 
-def test_retrieve_extra_arguments_warn(cli):
+def test_retrieve_third_word_is_a_usage_error(cli):
     data = GITHUB.read_bytes()
     handle = json.loads(cli("compress", "--type", "toolschema", input=data).stderr)[
         "recovery_handle"]
     r = cli("retrieve", handle, "", "third")
-    assert r.stdout == data
-    assert r.stderr == b"retrieve: ignoring extra arguments: third\n"
+    assert (r.returncode, r.stdout) == (2, b"")
+    assert r.stderr == b"caveman-engine retrieve: unexpected argument: third\n"
+    assert cli("retrieve", handle, "").stdout == data
 
 
 # --------------------------------------------------------------------------- switches

@@ -383,10 +383,10 @@ def test_cli_detect(cli, suite: str, name: str):
     expected = (CONFORMANCE / suite / f"{name}.detect.out").read_bytes()
     run = cli("detect", input=data)
     assert (run.returncode, run.stdout, run.stderr) == (0, expected, b"")
-    # the reference ignores extra arguments: so do we when they name no file, with a warning
-    run = cli("detect", "ignored-extra-arg", input=data)
-    assert (run.returncode, run.stdout) == (0, expected)
-    assert run.stderr == b"detect: ignoring arguments that name no file: ignored-extra-arg\n"
+    # the reference ignores extra arguments; here a word is a FILE (docs/cli.md)
+    run = cli("detect", "no-such-file", input=data)
+    assert (run.returncode, run.stdout) == (1, b"")
+    assert run.stderr == b"caveman-engine detect: cannot read no-such-file: No such file or directory\n"
 
 
 def test_cli_detect_empty(cli):

@@ -55,12 +55,12 @@ def one_line(stderr: bytes) -> str:
     (["detect"], "detect: read stdin: stdin is closed"),
     (["toon", "encode"], "toon: read stdin: stdin is closed"),
     (["toon", "decode"], "toon: read stdin: stdin is closed"),
-    (["measure", "-"], "measure: cannot read -: stdin is closed"),
+    (["measure", "-"], "measure: read stdin: stdin is closed"),
 ])
 def test_closed_stdin_is_one_line_error(env, args, message):
     r = run(args, env, close=0)
     assert one_line(r.stderr) == message
-    assert r.returncode == (2 if args[0] == "measure" else 1)
+    assert r.returncode == 1
     assert r.stdout == b""
 
 
@@ -179,7 +179,9 @@ def test_short_write_into_small_filesystem(env, tmp_path, unbuffered):
 @pytest.mark.parametrize("args", [["compress", "--type", "nosuch"], ["toon", "decode"]])
 @pytest.mark.parametrize("unbuffered", [False, True])
 def test_reader_that_closes_early(env, args, unbuffered):
-    """A reader that takes one byte and goes away: exit 1 and one line, not success."""
+    """A reader that takes one byte and goes away: it got what it wanted, so the process ends
+    quietly by SIGPIPE as `cat` would (the shell says 141; a real `| head -c1` pipeline is in
+    test_cli_rules), never with a success that hides the cut or a Broken pipe message."""
     extra = {"PYTHONUNBUFFERED": "1"} if unbuffered else {}
     data = BIG
     if args[0] == "toon":
@@ -192,8 +194,8 @@ def test_reader_that_closes_early(env, args, unbuffered):
     assert p.stdout.read(1)
     p.stdout.close()
     err = p.stderr.read()
-    assert p.wait(timeout=120) == 1
-    assert one_line(err).endswith("write stdout: Broken pipe")
+    assert p.wait(timeout=120) == -signal.SIGPIPE
+    assert err == b""
 
 
 def test_retrieve_into_reader_that_closes_early(env):
@@ -206,8 +208,8 @@ def test_retrieve_into_reader_that_closes_early(env):
     assert p.stdout.read(1)
     p.stdout.close()
     err = p.stderr.read()
-    assert p.wait(timeout=120) == 1
-    assert one_line(err) == "write stdout: Broken pipe"
+    assert p.wait(timeout=120) == -signal.SIGPIPE
+    assert err == b""
 
 
 # --------------------------------------------------------------------------- Ctrl-C

@@ -1,5 +1,8 @@
 """Click commands ``measure``, ``check``, ``diff``, ``verify`` (loaded lazily by
-``caveman_engine.cli``). Errors are one line on stderr; exit 2 means bad input or usage."""
+``caveman_engine.cli``). Errors are one line on stderr; exit 2 means bad input or usage. A FILE
+that cannot be read is exit 1 for ``measure``, as everywhere else, and 2 for ``check``,
+``diff`` and ``verify``, whose exit 1 is an answer (over budget, changed, different), as
+diff(1) and cmp(1) keep 1 for "different" and 2 for trouble."""
 
 from __future__ import annotations
 
@@ -9,14 +12,28 @@ from pathlib import Path
 
 import click
 
+from ..cli import FORMAT as FORMATS
+from ..cmdutil import TERMINAL_USAGE, bad_value, cannot_read
 from . import envelope
 
-FORMATS = click.Choice(["text", "json"])
+# Exit code of a FILE that cannot be read, per command (see the module's docstring).
+_UNREADABLE = {"measure": 1}
 
 
 def _fail(command: str, message: str, code: int = 2) -> None:
     click.echo(f"{command}: {message}", err=True)
     sys.exit(code)
+
+
+def _source(command: str, source: str | None) -> str:
+    """FILE as given; no FILE is stdin (``-``), unless stdin is a terminal: then the usage,
+    exit 2, rather than a silent wait."""
+    if source is not None:
+        return source
+    if sys.stdin.isatty():
+        click.echo(TERMINAL_USAGE[command], err=True)
+        sys.exit(2)
+    return "-"
 
 
 def _read(command: str, source: str) -> bytes:
@@ -29,10 +46,20 @@ def _read(command: str, source: str) -> bytes:
             with open(source, "rb") as f:
                 data = f.read(MAX_INPUT + 1)
     except OSError as exc:
-        _fail(command, f"cannot read {source}: {exc.strerror or exc}")
+        click.echo(f"{command}: read stdin: {exc.strerror or exc}" if source == "-"
+                   else cannot_read(command, source, exc), err=True)
+        sys.exit(_UNREADABLE.get(command, 2))
     if len(data) > MAX_INPUT:
         _fail(command, f"{source} exceeds {MAX_INPUT} bytes")
     return data
+
+
+def _unknown_type(command: str, content_type: str) -> None:
+    from .. import registry
+
+    _fail(f"caveman-engine {command}",
+          bad_value("--type", content_type, [e.type for e in registry.entries()],
+                    kind="or unavailable content type"))
 
 
 def _load(command: str, source: str):
@@ -80,7 +107,7 @@ def _rule_options(f):
 
 
 @click.command("measure")
-@click.argument("source", default="-", metavar="[FILE|-]")
+@click.argument("source", required=False, metavar="[FILE|-]")
 @click.option("--format", "fmt", type=FORMATS, default="text", help="text table or JSON.")
 @click.option("--type", "content_type", metavar="TYPE", default=None,
               help="Also show each tool after compress --type TYPE (e.g. toolschema-max).")
@@ -98,6 +125,7 @@ def measure(source: str, fmt: str, content_type: str | None, rules, disabled) ->
     """
     from . import measure as _m
 
+    source = _source("measure", source)
     _rules_env("measure", rules, disabled)
     data, doc = _load("measure", source)
     count = _m.counter()
@@ -111,8 +139,8 @@ def measure(source: str, fmt: str, content_type: str | None, rules, disabled) ->
 
         try:
             out = run_compressor(content_type, data)
-        except UnknownType as exc:
-            _fail("measure", str(exc))
+        except UnknownType:
+            _unknown_type("measure", content_type)
         after_doc = envelope.load(out) if out is not None else doc
         try:
             after = _m.measure_doc(after_doc, count).by_name()
@@ -199,7 +227,7 @@ def check(source, baseline, max_increase, max_total, max_tool, update, fmt) -> N
 @click.option("--format", "fmt", type=FORMATS, default="text",
               help="text: unified diffs; json: the same as one object.")
 @click.option("-q", "--quiet", is_flag=True, help="No summary line on stderr.")
-@click.argument("source", default="-", metavar="[FILE|-]")
+@click.argument("source", required=False, metavar="[FILE|-]")
 @_rule_options
 def diff(content_type: str, exit_code: bool, fmt: str, quiet: bool, source: str, rules,
          disabled) -> None:
@@ -215,12 +243,13 @@ def diff(content_type: str, exit_code: bool, fmt: str, quiet: bool, source: str,
     """
     from . import diff as _d
 
+    source = _source("diff", source)
     _rules_env("diff", rules, disabled)
     data = _read("diff", source)
     try:
         res = _d.diff_bytes(content_type, data)
-    except _d.UnknownType as exc:
-        _fail("diff", str(exc))
+    except _d.UnknownType:
+        _unknown_type("diff", content_type)
     if fmt == "json":
         import json
 

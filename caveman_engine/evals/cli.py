@@ -13,22 +13,26 @@ import sys
 import click
 
 RUN_USAGE = "usage: caveman-engine evals run [--fixtures DIR]"
+SUBCOMMANDS = "run, tools"
 
 
-def _fail(message: str) -> None:
+def _fail(message: str, code: int = 1) -> None:
     from ..cli import fail
 
-    fail(message, 1)
+    fail(message, code)
 
 
 class _UsageOnError:
-    """Any click usage error while parsing becomes the reference's one-line usage, exit 1."""
+    """A click usage error while parsing is the command line's one-line usage error, exit 2."""
 
     def make_context(self, info_name, args, parent=None, **extra):
         try:
             return super().make_context(info_name, args, parent=parent, **extra)
-        except click.UsageError:
-            _fail(RUN_USAGE)
+        except click.UsageError as exc:
+            from ..cli import usage_line
+
+            where = f"{parent.command_path if parent is not None else 'caveman-engine'} {info_name}"
+            _fail(usage_line(exc, args, where=where, command=self), 2)
 
 
 class EvalsGroup(_UsageOnError, click.Group):
@@ -62,12 +66,22 @@ class EvalsGroup(_UsageOnError, click.Group):
 
     def resolve_command(self, ctx, args):
         if not args or self.get_command(ctx, args[0]) is None:
-            _fail(RUN_USAGE)
+            from ..cmdutil import did_you_mean
+
+            name = args[0] if args else ""
+            _fail(f"caveman-engine evals: unknown subcommand: {name} (one of {SUBCOMMANDS})"
+                  f"{did_you_mean(name, SUBCOMMANDS.split(', '))}", 2)
         return super().resolve_command(ctx, args)
 
 
 class RunCommand(_UsageOnError, click.Command):
     pass
+
+
+def _format_choice():
+    from ..cli import FORMAT
+
+    return FORMAT
 
 
 @click.group("evals", cls=EvalsGroup, invoke_without_command=True, no_args_is_help=False,
@@ -76,13 +90,13 @@ class RunCommand(_UsageOnError, click.Command):
 def evals(ctx: click.Context) -> None:
     """Replay fixtures through the engine and grade the results."""
     if ctx.invoked_subcommand is None:
-        _fail(RUN_USAGE)
+        _fail(f"caveman-engine evals: missing COMMAND (one of {SUBCOMMANDS})", 2)
 
 
 @evals.command("run", cls=RunCommand, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--fixtures", "fixtures", metavar="DIR", multiple=True,
               help="Directory with a manifest.yaml (default: the embedded fixtures).")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="json",
+@click.option("--format", "fmt", type=_format_choice(), default="json",
               help="json: the report (default); text: a table.")
 def run_command(fixtures: tuple[str, ...], fmt: str) -> None:
     """Compress every fixture against a fresh in-memory store and grade it.
@@ -99,7 +113,7 @@ def run_command(fixtures: tuple[str, ...], fmt: str) -> None:
     from . import run as _run
 
     if len(fixtures) > 1 or any(not d for d in fixtures):
-        _fail(RUN_USAGE)
+        _fail(f"caveman-engine evals run: one --fixtures DIR at most ({RUN_USAGE})", 2)
     root = fixtures[0] if fixtures else str(_pkg.FIXTURES_DIR)
     try:
         loaded = _run.load_manifest(root)

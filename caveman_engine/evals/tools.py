@@ -26,6 +26,9 @@ from typing import Any
 
 import click
 
+from ..cli import Choice
+from ..cmdutil import bad_value
+
 DEFAULT_TYPES = ("toolschema", "toolschema-safe", "toolschema-max")
 
 
@@ -378,8 +381,9 @@ def _progress():
                    "else lexical), or an OpenAI-compatible model (llm).")
 @click.option("--model", default=None, metavar="NAME",
               help="Model for --grader llm (or CAVEMAN_EVALS_MODEL).")
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
-              help="Side-by-side table or JSON.")
+@click.option("--format", "fmt", type=Choice(["text", "json"], aliases={"table": "text"}),
+              default="text",
+              help="text: a side-by-side table (`table` is accepted too); json.")
 @click.option("--limit", type=click.IntRange(min=1), default=None, metavar="N",
               help="At most N cases per dataset.")
 def tools_command(datasets, types, grader, model, fmt, limit) -> None:
@@ -405,7 +409,8 @@ def tools_command(datasets, types, grader, model, fmt, limit) -> None:
     type_list = list(dict.fromkeys(types or DEFAULT_TYPES))
     for t in type_list:
         if registry.compressor(t) is None:
-            _fail(f"unknown or unavailable content type: {t}")
+            _fail(bad_value("--type", t, [e.type for e in registry.entries()],
+                            kind="or unavailable content type"))
     if grader == "llm":
         from .llm import LLMGrader
 
