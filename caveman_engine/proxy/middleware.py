@@ -432,7 +432,10 @@ def _retrieve(st: State, body: bytes):
             "offset": offset}
     if query.strip():
         narrowed = engine.retrieve(ccr, query)
-        text = narrowed[:_boundary(narrowed, limit)].decode("utf-8")
+        try:
+            text = narrowed[:_boundary(narrowed, limit)].decode("utf-8")
+        except UnicodeDecodeError:  # the view is not text: the head of the original instead
+            text = original[:_boundary(original, limit)].decode("utf-8")
         page.update(kind="excerpt", text=text, complete=False, next_offset=0)
         return 200, page
     total = len(original)

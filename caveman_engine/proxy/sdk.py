@@ -59,6 +59,11 @@ class State:
                     self._engine = Engine(open_store())
                 except (StoreError, OSError) as exc:
                     raise Unavailable(str(exc)) from None
+                # load the tokenizer now, beside the request that opened the store (often
+                # the middleware's capabilities, whose client waits 500 ms at most), so that
+                # the first optimize does not pay for it
+                threading.Thread(target=self._engine.count, args=(b"warm up",),
+                                 daemon=True).start()
             return self._engine
 
 
