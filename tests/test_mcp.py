@@ -1,7 +1,7 @@
 """The MCP stdio middleware: list rewriting (in process) and real servers end to end.
 
 Real servers: ``mcp-server-time`` (PyPI, test extra) and ``@modelcontextprotocol/server-everything``
-(npm, installed into a cache directory when node/npm exist), driven byte-exactly by a raw
+(npm, pinned in tests/npm and installed there by ``npm ci``), driven byte-exactly by a raw
 JSON-RPC peer and by the official ``mcp`` Python SDK client.
 """
 
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -23,6 +22,7 @@ from caveman_engine.mcp.rewrite import (
 from caveman_engine.store import NotFound, handle_for, open_store
 from caveman_engine.compressors.prose import shrink
 from tests.conftest import CORPUS, console_script
+from tests.fixtures.mcp.npm import npm_bin
 from tests.fixtures.mcp.rawpeer import RawPeer
 
 
@@ -458,25 +458,8 @@ def _time_server() -> list[str]:
 
 
 def _everything_server() -> list[str]:
-    node, npm = shutil.which("node"), shutil.which("npm")
-    if not node or not npm:
-        pytest.skip("node/npm not found: @modelcontextprotocol/server-everything cannot run")
-    cache = Path(os.environ.get("CAVEMAN_TEST_NPM_CACHE",
-                                Path.home() / ".cache" / "caveman-engine-tests" / "npm"))
-    entry = cache / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
-    if not entry.exists():
-        cache.mkdir(parents=True, exist_ok=True)
-        try:
-            subprocess.run(
-                [npm, "install", "--prefix", str(cache), "--no-audit", "--no-fund",
-                 "--loglevel=error", "@modelcontextprotocol/server-everything"],
-                check=True, capture_output=True, timeout=300,
-            )
-        except (subprocess.SubprocessError, OSError) as exc:
-            pytest.skip(f"cannot npm install @modelcontextprotocol/server-everything: {exc}")
-    if not entry.exists():
-        pytest.skip("server-everything installed without dist/index.js")
-    return [node, str(entry), "stdio"]
+    # tests/npm's pinned install; never an npm install at test time (a skip offline, before)
+    return [npm_bin("mcp-server-everything"), "stdio"]
 
 
 SERVERS = {"time": _time_server, "everything": _everything_server}
