@@ -77,31 +77,164 @@ def is_postgres_url(path: str | None) -> bool:
 
 
 _SECRET_PARAMS = ("password", "sslpassword")
+_ENV_SECRETS = ("PGPASSWORD", "PGSSLPASSWORD")
+# Secrets shorter than this are not searched for inside other words of a message (a one-letter
+# password would turn every such letter into ***); the URL and password= masks still apply.
+_MIN_SECRET = 3
+
+
+def _pg_parts(url: str):
+    """``(scheme, userinfo or None, rest)`` of a PostgreSQL URL, split where libpq splits it:
+    the credentials are what comes before the first ``@`` when no ``/`` comes first (so a
+    ``?`` or ``#`` in a password is part of it, as libpq reads it). None if not a URL."""
+    scheme, sep, after = url.partition("://")
+    if not sep:
+        return None
+    i = 0
+    while i < len(after) and after[i] not in "@/":
+        i += 1
+    if i < len(after) and after[i] == "@":
+        return scheme, after[:i], after[i + 1:]
+    return scheme, None, after
+
+
+def pg_url_problem(url: str) -> str | None:
+    """Why libpq and a reader of ``url`` would disagree on where its password ends (so an
+    error about its host or database could show part of the password), or None. Reached
+    when a ``@`` or ``/`` of a password is not percent-encoded."""
+    parts = _pg_parts(url)
+    if parts is None:
+        return "not a URL"
+    _scheme, userinfo, rest = parts
+    end = len(rest)
+    for stop in "/?":
+        k = rest.find(stop)
+        if k >= 0:
+            end = min(end, k)
+    hosts = rest[:end]
+    if "@" in hosts:
+        return 'a "@" in the user name or password must be percent-encoded as %40'
+    if userinfo is None and "@" in rest.split("?", 1)[0]:
+        return 'a "/" in the user name or password must be percent-encoded as %2F'
+    return None
+
+
+def _query_masked(query: str) -> str:
+    """``query`` with the value of every ``password=`` / ``sslpassword=`` parameter (its key
+    percent-decoded, as libpq reads it) replaced by ``***``; everything else verbatim."""
+    from urllib.parse import unquote
+
+    out = []
+    for param in query.split("&"):
+        key, eq, _value = param.partition("=")
+        if eq and unquote(key).strip() in _SECRET_PARAMS:
+            param = f"{key}=***"
+        out.append(param)
+    return "&".join(out)
 
 
 def mask_url(url: str) -> str:
     """``url`` fit to print: the password (in the authority or as a ``password=`` /
-    ``sslpassword=`` parameter) replaced by ``***``; never raises."""
+    ``sslpassword=`` parameter) replaced by ``***``, read the way libpq reads the URL; a URL
+    where that is ambiguous (:func:`pg_url_problem`) is shown as ``scheme://***``. Never
+    raises."""
     try:
-        from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
-
-        parts = urlsplit(url)
-        netloc = parts.netloc
-        if "@" in netloc:
-            userinfo, _, hosts = netloc.rpartition("@")
+        parts = _pg_parts(url)
+        if parts is None:
+            return "postgresql://***"
+        scheme, userinfo, rest = parts
+        if pg_url_problem(url) is not None:
+            return f"{scheme}://***"
+        if userinfo is not None:
             if ":" in userinfo:
                 userinfo = userinfo.split(":", 1)[0] + ":***"
-            netloc = f"{userinfo}@{hosts}"
-        query = parts.query
-        if query:
-            pairs = parse_qsl(query, keep_blank_values=True)
-            if any(k in _SECRET_PARAMS for k, _ in pairs):
-                query = urlencode([(k, "***" if k in _SECRET_PARAMS else v) for k, v in pairs],
-                                  safe="*/:")
-        return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+            rest = f"{userinfo}@{rest}"
+        head, q, query = rest.partition("?")
+        return f"{scheme}://{head}" + (f"?{_query_masked(query)}" if q else "")
     except Exception:  # noqa: BLE001 - a mask must never fail
-        scheme = url.split("://", 1)[0] if "://" in url else "postgresql"
-        return f"{scheme}://***"
+        return "postgresql://***"
+
+
+def url_secrets(url: str | None = None) -> list[str]:
+    """The secrets :func:`redact` removes: the password of ``url`` (as written and decoded,
+    from the authority and from ``password=`` / ``sslpassword=``) and the values of
+    ``PGPASSWORD`` / ``PGSSLPASSWORD``; longest first."""
+    from urllib.parse import unquote
+
+    out = [os.environ.get(name, "") for name in _ENV_SECRETS]
+    if url:
+        parts = _pg_parts(url)
+        if parts is not None:
+            _scheme, userinfo, rest = parts
+            if userinfo and ":" in userinfo:
+                out.append(userinfo.split(":", 1)[1])
+            _head, _q, query = rest.partition("?")
+            for param in query.split("&") if query else ():
+                key, eq, value = param.partition("=")
+                if eq and unquote(key).strip() in _SECRET_PARAMS:
+                    out.append(value)
+        if "psycopg" in sys.modules:  # libpq's own reading, when the driver is loaded
+            try:
+                from psycopg.conninfo import conninfo_to_dict
+
+                d = conninfo_to_dict(url)
+                out += [str(d[k]) for k in _SECRET_PARAMS if d.get(k)]
+            except Exception:  # noqa: BLE001
+                pass
+    out += [unquote(s) for s in out]
+    return sorted({s for s in out if s}, key=len, reverse=True)
+
+
+_LIBPQ_KEYS = frozenset("host hostaddr port dbname user password passfile sslmode sslpassword"
+                        " service options connect_timeout application_name".split())
+
+
+def looks_like_conninfo(path: str) -> bool:
+    """Whether ``path`` (``CAVEMAN_CCR_DB``) is a libpq key/value connection string
+    (``host=db user=app password=…``) rather than a file: it would otherwise become a SQLite
+    file of that name, password and all."""
+    if not isinstance(path, str) or "=" not in path or is_postgres_url(path):
+        return False
+    import re
+
+    keys = re.findall(r"(?:^|\s)([A-Za-z_]+)\s*=", path)
+    return any(k.lower() in _LIBPQ_KEYS for k in keys)
+
+
+def _conninfo_error(path: str) -> StoreError:
+    return StoreError(f'"{redact(path)}" is a libpq key/value connection string, not a file:'
+                      " write CAVEMAN_CCR_DB as a postgresql:// URL")
+
+
+_redact_res = None
+
+
+def redact(text: str, url: str | None = None) -> str:
+    """``text`` (an error message, a path, a log line) fit to print: every secret of
+    :func:`url_secrets` replaced by ``***``, every ``postgresql://`` / ``postgres://`` URL in it
+    masked (:func:`mask_url`), and the value of a key/value ``password=`` / ``sslpassword=``
+    (quoted or not) replaced by ``***``. The one function every path that shows a store
+    location or a store error goes through. Never raises."""
+    global _redact_res
+    try:
+        if _redact_res is None:
+            import re
+
+            _redact_res = (
+                re.compile(r"postgres(?:ql)?://[^\s\"'<>]*", re.IGNORECASE),
+                re.compile(r"\b((?:ssl)?password)(\s*=\s*)('(?:[^'\\]|\\.)*'?|[^\s&'\"]+)",
+                           re.IGNORECASE),
+            )
+        url_re, kv_re = _redact_res
+        if url:
+            text = text.replace(url, mask_url(url))
+        for secret in url_secrets(url):
+            if len(secret) >= _MIN_SECRET or secret == text:
+                text = text.replace(secret, "***")
+        text = url_re.sub(lambda m: mask_url(m.group(0)), text)
+        return kv_re.sub(lambda m: m.group(1) + m.group(2) + "***", text)
+    except Exception:  # noqa: BLE001
+        return "***"
 
 
 # Below this size SHA-256 is computed by the interpreter's own module: loading OpenSSL (what
@@ -178,6 +311,8 @@ def resolve_path(*, create: bool = False) -> str:
     ~/.caveman>/ccr.db``. Only with ``create`` is that home directory made (0700)."""
     explicit = os.environ.get("CAVEMAN_CCR_DB", "")
     if explicit:
+        if looks_like_conninfo(explicit):
+            raise _conninfo_error(explicit)
         return explicit
     home = caveman_home()
     if create:
@@ -621,6 +756,8 @@ class Store(StoreBase):
         else:
             if not path.strip():
                 raise StoreError("ccr sqlite path is required")
+            if looks_like_conninfo(path):
+                raise _conninfo_error(path)
             self.path = _secure_parent(path)
             _create_complete(self.path)
             _secure_all(self.path)

@@ -100,12 +100,12 @@ def _path() -> str:
 
 def _shown(path: str) -> str:
     """The store as the user may see it: a file path made absolute, a PostgreSQL URL with its
-    password masked."""
-    from .store import MEMORY, is_postgres_url, mask_url
+    password masked (and a ``password=`` of a key/value string, which is no file, too)."""
+    from .store import MEMORY, is_postgres_url, mask_url, redact
 
     if is_postgres_url(path):
         return mask_url(path)
-    return path if path == MEMORY else os.path.abspath(path)
+    return path if path == MEMORY else redact(os.path.abspath(path))
 
 
 def _emit(fmt: str, doc: dict, text: str) -> None:

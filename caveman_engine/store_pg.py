@@ -55,6 +55,8 @@ from .store import (
     budget_from_env,
     check_handle,
     mask_url,
+    pg_url_problem,
+    redact,
     rfc3339_nano,
     run_statement,
 )
@@ -131,7 +133,13 @@ def _import_psycopg():
 
 
 def connection_params(url: str) -> dict[str, str]:
-    """libpq parameters for ``url``, with our defaults for what it leaves unset."""
+    """libpq parameters for ``url``, with our defaults for what it leaves unset. A URL libpq
+    cannot read, or one whose password end is ambiguous (an unencoded ``@`` or ``/`` in it,
+    which libpq would read as part of the host or database name and then echo in its errors),
+    is a :class:`StoreError` that shows neither the password nor any part of it."""
+    problem = pg_url_problem(url)
+    if problem is not None:
+        raise StoreError(f'invalid PostgreSQL URL "{mask_url(url)}": {problem}')
     psycopg = _import_psycopg()
     from psycopg.conninfo import conninfo_to_dict
 
@@ -150,33 +158,27 @@ def connection_params(url: str) -> dict[str, str]:
     return params
 
 
-def _secrets(url: str) -> list[str]:
-    out = []
-    try:
-        from psycopg.conninfo import conninfo_to_dict
-
-        d = conninfo_to_dict(url)
-        out += [str(d[k]) for k in ("password", "sslpassword") if d.get(k)]
-    except Exception:  # noqa: BLE001
-        pass
-    from urllib.parse import unquote, urlsplit
-
-    try:
-        pw = urlsplit(url).password
-        if pw:
-            out += [pw, unquote(pw)]
-    except Exception:  # noqa: BLE001
-        pass
-    return [s for s in out if s]
-
-
 def _one_line(text: str, url: str = "") -> str:
-    """A server or libpq message on one line, without the password or the raw URL."""
-    for secret in sorted(_secrets(url), key=len, reverse=True) if url else []:
-        text = text.replace(secret, "***")
-    if url:
-        text = text.replace(url, mask_url(url))
+    """A server or libpq message on one line, redacted (:func:`caveman_engine.store.redact`:
+    no password of ``url``, no ``PGPASSWORD``, no raw URL)."""
+    text = redact(text, url or None)
     return "; ".join(part.strip() for part in text.strip().splitlines() if part.strip())
+
+
+class _RedactLogs:
+    """A logging filter for psycopg's loggers (the pool logs connection failures at WARNING,
+    which the proxy prints): the message is redacted against the store's URL."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+    def filter(self, record) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:  # noqa: BLE001
+            return True
+        record.msg, record.args = _one_line(message, self.url), ()
+        return True
 
 
 class PgStore(StoreBase):
@@ -220,8 +222,12 @@ class PgStore(StoreBase):
                 except ImportError:
                     raise StoreError("a pooled postgresql:// store needs psycopg-pool: "
                                      "pip install psycopg-pool") from None
+                import logging
+
                 from psycopg.conninfo import make_conninfo
 
+                for name in ("psycopg", "psycopg.pool"):  # the pool logs connection failures
+                    logging.getLogger(name).addFilter(_RedactLogs(self._url))
                 size = _pool_max()
                 self._pool = ConnectionPool(
                     make_conninfo("", **self._params), min_size=1, max_size=size,
@@ -607,9 +613,24 @@ class PgStore(StoreBase):
     def vacuum(self) -> bool:
         """``VACUUM FULL`` of the store's tables (gives the space of deleted rows back to the
         disk; needs the tables' owner; concurrent writers wait up to the statement timeout),
-        then recount the budget row."""
+        then recount the budget row. PostgreSQL skips a table the role may not vacuum with only
+        a WARNING ("permission denied to vacuum …, skipping it"), and the statement succeeds:
+        every warning the vacuum emits is collected and makes it a :class:`StoreError`."""
         def work(conn):
-            conn.execute("VACUUM FULL recoveries, typed_objects")
+            warnings: list[str] = []
+
+            def notice(diag) -> None:
+                if (diag.severity_nonlocalized or diag.severity or "").upper() == "WARNING":
+                    warnings.append(diag.message_primary or "warning")
+
+            conn.add_notice_handler(notice)
+            try:
+                conn.execute("VACUUM FULL recoveries, typed_objects")
+            finally:
+                conn.remove_notice_handler(notice)
+            if warnings:
+                raise StoreError("ccr vacuum: " + _one_line("; ".join(warnings), self._url)
+                                 + " (VACUUM FULL needs the tables' owner)")
             with conn.transaction():
                 self._lock_usage(conn)
                 _recount(conn)

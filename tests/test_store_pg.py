@@ -606,3 +606,198 @@ def test_connection_dropped_mid_transaction_passes_through(pg_url, rank_cache_di
     _unavailable(Run(0, out, err))
     with open_store(pg_url) as s:
         assert s.summary().totals.count == 0 and s.used_bytes_row() == 0
+
+
+# --------------------------------------------------------------------------- credentials (issue 27.3)
+
+SECRET = "Hush-" + PASSWORD[::-1]  # a password the server never accepts
+
+
+def _leak_urls(port: int, bad_port: int) -> dict[str, str]:
+    """Every shape of URL a password can hide in, each one refused somewhere."""
+    at = f"127.0.0.1:{port}/postgres"
+    return {
+        "wrong password": f"postgresql://caveman:{SECRET}@{at}",
+        "wrong password= parameter": f"postgresql://caveman@{at}?password={SECRET}",
+        "percent-encoded wrong password": f"postgresql://caveman:{SECRET.replace('-', '%2D')}@{at}",
+        "server down": f"postgresql://caveman:{SECRET}@127.0.0.1:{bad_port}/postgres",
+        "unknown parameter": f"postgresql://caveman:{SECRET}@{at}?bogus=1",
+        "bad percent escape": f"postgresql://caveman:ab%zz{SECRET}@{at}",
+        "bad port": f"postgresql://caveman:{SECRET}@127.0.0.1:notaport/postgres",
+        "unencoded @ in password": f"postgresql://caveman:p@{SECRET}@{at}",
+        "unencoded / in password": f"postgresql://caveman:pa/{SECRET}@{at}",
+        "unencoded ? in password": f"postgresql://caveman:pa?{SECRET}@{at}",
+        "unencoded # in password": f"postgresql://caveman:pa#{SECRET}@{at}",
+        "unclosed IPv6 host": f"postgresql://caveman:{SECRET}@[::1/postgres",
+    }
+
+
+COMMANDS = [("stats",), ("stats", "--format", "text"), ("store", "path"), ("store", "info"),
+            ("store", "info", "--format", "json"), ("store", "vacuum"),
+            ("store", "purge", "--all", "--yes"), ("store", "purge", "--all", "--dry-run"),
+            ("retrieve", "ccr_00000000000000000000000000000000"), ("compress",)]
+
+
+def _no_secret(r, what):
+    out = r.stdout + r.stderr
+    for part in (SECRET, SECRET[5:], SECRET.replace("-", "%2D")):
+        assert part.encode() not in out, (what, out)
+    assert b"Traceback" not in out, (what, out)
+
+
+@pytest.mark.parametrize("case", list(_leak_urls(1, 2)))
+def test_the_password_is_never_printed(cli, pg_server, tmp_path, case):
+    """Each URL shape through every command of the real console script: a refused login on
+    the real server, a server that is down, URLs libpq or we refuse, passwords with unencoded
+    @ / ? # (which libpq reads as part of the host or the database, and would echo)."""
+    from .pg import free_port
+
+    url = _leak_urls(pg_server.port, free_port())[case]
+    env = {"CAVEMAN_CCR_DB": url}
+    for args in COMMANDS + [("store", "export", str(tmp_path / "out"))]:
+        r = cli(*args, input=LOG, env=env, timeout=60)
+        what = f"{case}: {' '.join(args)}"
+        _no_secret(r, what)
+        if args == ("store", "path"):
+            assert r.returncode == 0 and r.stdout.count(b"***") == 1, (what, r.stdout)
+        elif args == ("compress",):
+            assert r.returncode in (0, 1), what
+            assert r.stderr.count(b"\n") == 1, (what, r.stderr)
+        else:
+            assert r.returncode == 1 and r.stderr.count(b"\n") == 1, (what, r.stderr)
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_password_with_an_unencoded_at_sign_is_refused_before_connecting(cli, pg_server):
+    """libpq reads postgresql://u:p@SECRET@host as password "p" and host "SECRET@host", and
+    then prints that host in its errors: such a URL is refused at once, naming the fix."""
+    url = f"postgresql://caveman:p@{SECRET}@127.0.0.1:{pg_server.port}/postgres"
+    r = cli("stats", env={"CAVEMAN_CCR_DB": url})
+    assert (r.returncode, r.stderr) == (
+        1, b'cannot open recovery store: invalid PostgreSQL URL "postgresql://***": a "@" in the'
+           b' user name or password must be percent-encoded as %40\n')
+    assert ccr.mask_url(url) == "postgresql://***"
+
+
+def test_a_question_mark_in_the_password_is_masked_the_way_libpq_reads_it(cli, pg_server):
+    """libpq takes everything up to the first @ as the credentials, ? and # included."""
+    url = f"postgresql://caveman:pa?{SECRET}@127.0.0.1:{pg_server.port}/postgres"
+    r = cli("store", "path", env={"CAVEMAN_CCR_DB": url})
+    assert r.stdout == f"postgresql://caveman:***@127.0.0.1:{pg_server.port}/postgres\n".encode()
+
+
+def test_a_key_value_connection_string_is_no_file(pg_server, tmp_path, rank_cache_dir):
+    """CAVEMAN_CCR_DB="host=… password=…" is not a URL: it used to become a SQLite file of
+    that name in the current directory, printed (password and all) by `store path` and
+    every error. Now every command refuses it in one line, the password shown as ***."""
+    dsn = f"host=127.0.0.1 port={pg_server.port} user=caveman password={SECRET} dbname=postgres"
+    before = sorted(os.listdir(tmp_path))
+    for args in (("stats",), ("store", "path"), ("store", "info"), ("store", "vacuum"),
+                 ("compress",), ("retrieve", "ccr_00000000000000000000000000000000")):
+        r = subprocess.run([console_script(), *args], capture_output=True, cwd=tmp_path,
+                           env=dict(os.environ, CAVEMAN_CCR_DB=dsn,
+                                    CAVEMAN_CACHE_DIR=str(rank_cache_dir)),
+                           timeout=60, input=LOG)
+        _no_secret(r, args)
+        assert r.returncode == 1 and r.stderr.count(b"\n") == 1, r.stderr
+        assert b"key/value connection string" in r.stderr and b"password=***" in r.stderr
+    assert sorted(os.listdir(tmp_path)) == before  # no file named after the string
+
+
+def test_the_proxy_startup_error_hides_the_password(pg_server, rank_cache_dir):
+    url = f"postgresql://caveman:pa/{SECRET}@127.0.0.1:{pg_server.port}/postgres"
+    env = dict(os.environ, CAVEMAN_CCR_DB=url, CAVEMAN_CACHE_DIR=str(rank_cache_dir))
+    p = subprocess.run([console_script(), "proxy", "--listen", "127.0.0.1:0", "--level",
+                        "toolschema"], capture_output=True, env=env, timeout=60,
+                       stdin=subprocess.DEVNULL)
+    assert p.returncode == 1 and p.stderr.startswith(b"caveman-engine proxy: cannot open "
+                                                     b"recovery store: invalid PostgreSQL URL")
+    assert SECRET.encode() not in p.stdout + p.stderr and b"pa/" not in p.stderr
+
+
+def test_the_mcp_middleware_hides_the_password(pg_server, rank_cache_dir):
+    """A tools/list through `caveman-engine mcp` with a store URL libpq misreads."""
+    server = ("import sys, json\nfor line in sys.stdin:\n    m = json.loads(line)\n"
+              "    print(json.dumps({'jsonrpc': '2.0', 'id': m['id'], 'result': {'tools': [{"
+              "'name': 't%d' % i, 'description': 'Returns the list of items. ' * 20,"
+              " 'inputSchema': {'type': 'object'}} for i in range(5)]}}), flush=True)\n")
+    for url in (f"postgresql://caveman:p@{SECRET}@127.0.0.1:{pg_server.port}/postgres",
+                f"postgresql://caveman:{SECRET}@127.0.0.1:{pg_server.port}/postgres"):
+        env = dict(os.environ, CAVEMAN_CCR_DB=url, CAVEMAN_CACHE_DIR=str(rank_cache_dir))
+        p = subprocess.run([console_script(), "mcp", "--", sys.executable, "-c", server],
+                           input=b'{"jsonrpc":"2.0","id":1,"method":"tools/list"}\n',
+                           capture_output=True, env=env, timeout=60)
+        assert p.returncode == 0 and b'"tools"' in p.stdout, p.stderr
+        assert SECRET.encode() not in p.stdout + p.stderr, p.stderr
+
+
+def test_psycopg_log_records_are_redacted():
+    """The pool logs its connection failures (the proxy prints WARNING records): the filter
+    a pooled store installs rewrites them."""
+    import logging
+
+    from caveman_engine.store_pg import _RedactLogs
+
+    url = f"postgresql://caveman:{SECRET}@db:5432/x"
+    rec = logging.LogRecord("psycopg.pool", logging.WARNING, __file__, 1,
+                            "error connecting in %r: %s", ("caveman-ccr", f"bad {url} {SECRET}"),
+                            None)
+    assert _RedactLogs(url).filter(rec) is True
+    assert rec.getMessage() == ("error connecting in 'caveman-ccr': bad "
+                                "postgresql://caveman:***@db:5432/x ***")
+
+
+@pytest.mark.parametrize("text,url,shown", [
+    (f"host=h password={SECRET} user=u", None, "host=h password=*** user=u"),
+    (f"host=h password = '{SECRET} x' user=u", None, "host=h password = *** user=u"),
+    (f'in URI: "postgresql://u:{SECRET}@[::1/db"', None, 'in URI: "postgresql://u:***@[::1/db"'),
+    (f"token {SECRET}", f"postgresql://u:{SECRET}@h/db", "token ***"),
+    (f"token {SECRET.replace('-', '%2D')}", f"postgresql://u:{SECRET.replace('-', '%2D')}@h/db",
+     "token ***"),
+    ("password authentication failed for user \"u\"", None,
+     "password authentication failed for user \"u\""),
+])
+def test_redact(text, url, shown):
+    assert ccr.redact(text, url) == shown
+
+
+def test_redact_removes_pgpassword(monkeypatch):
+    monkeypatch.setenv("PGPASSWORD", SECRET)
+    assert ccr.redact(f"echoed {SECRET}!") == "echoed ***!"
+
+
+# --------------------------------------------------------------------------- vacuum (issue 27.7)
+
+
+def test_vacuum_by_a_role_that_does_not_own_the_tables_fails(cli, pg_server, pg_url):
+    """PostgreSQL answers VACUUM FULL by a non-owner with a WARNING ("permission denied to
+    vacuum …, skipping it") and success; `store vacuum` must not report success."""
+    import psycopg
+
+    with open_store(pg_url) as s:
+        put(s, b"kept by the owner")
+    db = pg_url.rsplit("/", 1)[1]
+    role = "ccr_vac_" + db[-6:]
+    with psycopg.connect(pg_url, autocommit=True) as c:
+        c.execute(f"CREATE ROLE {role} LOGIN PASSWORD 'vac-pw-123'")
+        c.execute(f"GRANT SELECT, INSERT, UPDATE, DELETE ON recoveries, typed_objects TO {role}")
+        c.execute(f"GRANT SELECT, UPDATE ON ccr_usage TO {role}")
+        c.execute(f"GRANT SELECT ON ccr_schema_migrations TO {role}")
+    app = f"postgresql://{role}:vac-pw-123@127.0.0.1:{pg_server.port}/{db}"
+    try:
+        r = cli("store", "vacuum", env={"CAVEMAN_CCR_DB": app})
+        assert (r.returncode, r.stdout) == (1, b""), r.stderr
+        assert r.stderr.count(b"\n") == 1 and b"vacuum-pw" not in r.stderr
+        assert r.stderr.startswith(b"store vacuum: ccr vacuum: permission denied to vacuum "
+                                   b'"recoveries"'), r.stderr
+        assert r.stderr.endswith(b"(VACUUM FULL needs the tables' owner)\n")
+        r = cli("store", "vacuum", "--format", "json", env={"CAVEMAN_CCR_DB": app})
+        assert (r.returncode, r.stdout) == (1, b"")
+        r = cli("store", "vacuum", env={"CAVEMAN_CCR_DB": pg_url})  # the owner
+        assert r.returncode == 0 and r.stdout.startswith(b"vacuumed "), r.stderr
+        with open_store(app) as s:  # the app role still works
+            assert s.get(ccr.handle_for(b"kept by the owner")) == b"kept by the owner"
+    finally:
+        with psycopg.connect(pg_url, autocommit=True) as c:
+            c.execute(f"DROP OWNED BY {role}")
+            c.execute(f"DROP ROLE {role}")
