@@ -1503,6 +1503,7 @@ def export_originals(store: StoreBase, dest: str, selection: Selection | None = 
     original named by its handle, plus ``manifest.jsonl``), or a tar file when ``dest`` ends
     in ``.tar``/``.tar.gz``/``.tgz`` (same layout inside, the archive 0600). Nothing existing
     is replaced unless ``force``; the refusal happens before anything is written."""
+    _check_dest(dest)
     entries = store.entries(selection)
     names = _file_names(entries)
     if is_archive(dest):
@@ -1548,16 +1549,28 @@ def _write_fd(fd: int, data: bytes, mtime_ns: int | None) -> None:
         os.close(fd)
 
 
+def _check_dest(dest: str) -> None:
+    """An export destination must name something: an empty or blank one would otherwise be
+    the current directory (``os.path.join("", name)``)."""
+    if not isinstance(dest, str) or not dest.strip() or "\x00" in dest:
+        raise ExportError("export: the destination is empty: name a directory or a .tar or "
+                          ".tar.gz file")
+
+
 def _export_dir(store, dest, entries, names, force, warn) -> ExportResult:
-    created = False
+    """Every file is first written into a private staging directory inside ``dest`` and moved
+    into place only once all are complete: on any failure the staging directory, the files
+    already moved and the directories this export created are removed again, so a failed
+    export leaves nothing behind (with ``--force``, files already replaced stay replaced)."""
+    created: list[str] = []
     try:
         st = os.stat(dest)
     except FileNotFoundError:
         try:
-            _mkdir_all(dest, 0o700)
+            created = _mkdir_tracked(dest, 0o700)
         except OSError as exc:
+            _remove_dirs(created)
             raise ExportError(f"export: cannot create {dest}: {exc.strerror or exc}") from None
-        created = True
     except OSError as exc:
         raise ExportError(f"export: {dest}: {exc.strerror or exc}") from None
     else:
@@ -1575,44 +1588,110 @@ def _export_dir(store, dest, entries, names, force, warn) -> ExportResult:
             raise ExportError(f"export: {os.path.join(dest, clash[0])} exists{more}"
                               " (use --force to overwrite)")
     result = ExportResult(dest, archive=False)
-    manifest = bytearray()
+    staging = os.path.join(dest, f".ccr-export-{os.getpid()}-{os.urandom(6).hex()}")
+    staged: list[str] = []
+    moved: list[str] = []
     try:
-        for e, name, meta_name, data, meta, line in _originals(store, entries, names, result, warn):
-            when = parse_time(e.created_at)
-            _put_file(os.path.join(dest, name), data, when, force)
-            if meta_name:
-                _put_file(os.path.join(dest, meta_name), meta, when, force)
-            manifest += line
-        _put_file(os.path.join(dest, MANIFEST), bytes(manifest), None, force)
-        fd = os.open(dest, os.O_RDONLY)
         try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-    except OSError as exc:
-        raise ExportError(f"export: {exc.filename or dest}: {exc.strerror or exc}") from None
+            os.mkdir(staging, 0o700)
+            manifest = bytearray()
+            for e, name, meta_name, data, meta, line in _originals(store, entries, names,
+                                                                   result, warn):
+                when = parse_time(e.created_at)
+                _write_fd(_open_new(os.path.join(staging, name)), data, when)
+                staged.append(name)
+                if meta_name:
+                    _write_fd(_open_new(os.path.join(staging, meta_name)), meta, when)
+                    staged.append(meta_name)
+                manifest += line
+            _write_fd(_open_new(os.path.join(staging, MANIFEST)), bytes(manifest), None)
+            staged.append(MANIFEST)
+            for name in staged:
+                src, dst = os.path.join(staging, name), os.path.join(dest, name)
+                if force:
+                    os.replace(src, dst)  # a symlink in its place is replaced, not followed
+                else:
+                    try:
+                        os.link(src, dst, follow_symlinks=False)  # never replaces anything
+                    except FileExistsError:
+                        raise ExportError(f"export: {dst} exists (use --force to overwrite)"
+                                          ) from None
+                moved.append(dst)
+            _fsync_dir(dest)
+        except OSError as exc:
+            raise ExportError(f"export: {exc.filename or dest}: {exc.strerror or exc}") from None
+    except BaseException:
+        if not force:
+            for path in moved:
+                _unlink_quietly(path)
+        _remove_staging(staging)
+        _remove_dirs(created)
+        raise
+    _remove_staging(staging)
     return result
 
 
-def _put_file(path: str, data: bytes, mtime_ns: int | None, force: bool) -> None:
-    """A new 0600 file (never through a symlink); with ``force`` an existing one is replaced
-    by rename, so a symlink in its place is replaced, not followed."""
+def _mkdir_tracked(path: str, mode: int) -> list[str]:
+    """:func:`_mkdir_all`, returning the directories it created, outermost first."""
+    path = os.path.abspath(path)
+    missing = []
+    while not os.path.isdir(path):
+        missing.append(path)
+        parent = os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
+    made: list[str] = []
     try:
-        _write_fd(_open_new(path), data, mtime_ns)
-        return
-    except FileExistsError:
-        if not force:
-            raise ExportError(f"export: {path} exists (use --force to overwrite)") from None
-    tmp = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.{os.getpid()}.tmp")
-    try:
-        _write_fd(_open_new(tmp), data, mtime_ns)
-        os.replace(tmp, path)
-    except BaseException:
+        for d in reversed(missing):
+            try:
+                os.mkdir(d, mode)
+            except FileExistsError:
+                if not os.path.isdir(d):
+                    raise
+            else:
+                made.append(d)
+    except OSError:
+        _remove_dirs(made)
+        raise
+    return made
+
+
+def _remove_dirs(made: list[str]) -> None:
+    for d in reversed(made):
         try:
-            os.unlink(tmp)
+            os.rmdir(d)
         except OSError:
             pass
-        raise
+
+
+def _unlink_quietly(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def _remove_staging(staging: str) -> None:
+    """The staging directory (this export's own) and what is left in it."""
+    try:
+        left = os.listdir(staging)
+    except OSError:
+        return
+    for name in left:
+        _unlink_quietly(os.path.join(staging, name))
+    try:
+        os.rmdir(staging)
+    except OSError:
+        pass
+
+
+def _fsync_dir(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _export_tar(store, dest, entries, names, force, warn) -> ExportResult:

@@ -329,6 +329,9 @@ def export(dest: str, types: tuple[str, ...], older: int | None, force: bool, fm
     """
     from .store import ExportError, StoreError, exists, export_originals
 
+    if not dest.strip() or "\x00" in dest:  # "" would be the current directory
+        fail("caveman-engine store export: DEST is empty: name a directory or a .tar or "
+             ".tar.gz file", 2)
     path = _path()
     if not exists(path):
         fail(f"store export: no recovery store at {_shown(path)}; nothing to export")

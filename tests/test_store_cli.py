@@ -448,3 +448,73 @@ def test_every_subcommand_has_help_with_an_example(cli, sub, store_dir):
     r = cli("store", "--help")
     assert r.returncode == 0 and b"purge" in r.stdout
     assert b"store" in cli("--help").stdout
+
+
+# --------------------------------------------------------------------------- export failures (issue 27.7)
+
+
+@pytest.mark.parametrize("dest", ["", " ", "\t"])
+def test_export_to_an_empty_destination_is_a_usage_error(store_dir, tmp_path, cli_env, dest):
+    """`store export ""` used to write every original into the current directory and then
+    report failure: an empty destination is refused before anything is read or written."""
+    populate(store_dir / "ccr.db")
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    r = subprocess.run([console_script(), "store", "export", dest], capture_output=True,
+                       cwd=cwd, env=cli_env, timeout=60)
+    assert (r.returncode, r.stdout) == (2, b"")
+    assert r.stderr == (b"caveman-engine store export: DEST is empty: name a directory or a "
+                        b".tar or .tar.gz file\n")
+    assert os.listdir(cwd) == []
+
+
+def _export_with_file_limit(cli_env, dest, limit: int, *extra):
+    """The real CLI with RLIMIT_FSIZE: a write past ``limit`` bytes fails (EFBIG), as on a
+    full disk, part-way through the export."""
+    import resource
+    import signal
+
+    def limited():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    return subprocess.run([console_script(), "store", "export", str(dest), *extra],
+                          capture_output=True, env=dict(cli_env, PYTHONDONTWRITEBYTECODE="1"),
+                          timeout=60, preexec_fn=limited)
+
+
+def _half_exportable(store_dir):
+    """The json originals (~20 KB) sort first and fit the 36 KB limit, the logs (~40 KB) do
+    not: the export fails after writing some files."""
+    handles = populate(store_dir / "ccr.db")
+    age_rows(store_dir / "ccr.db", handles["json"])
+    return handles
+
+
+def test_a_failed_directory_export_leaves_nothing(store_dir, tmp_path, cli_env):
+    _half_exportable(store_dir)
+    dest = tmp_path / "new" / "backup"
+    r = _export_with_file_limit(cli_env, dest, 36_000)
+    assert (r.returncode, r.stdout) == (1, b""), r.stderr
+    assert r.stderr.count(b"\n") == 1 and b"File too large" in r.stderr, r.stderr
+    assert os.listdir(tmp_path) == ["store"]  # not even the directories it made
+    existing = tmp_path / "existing"
+    existing.mkdir(mode=0o700)
+    (existing / "keep.txt").write_bytes(b"mine")
+    r = _export_with_file_limit(cli_env, existing, 36_000)
+    assert r.returncode == 1 and b"File too large" in r.stderr, r.stderr
+    assert os.listdir(existing) == ["keep.txt"] and (existing / "keep.txt").read_bytes() == b"mine"
+    r = _export_with_file_limit(cli_env, existing, 36_000, "--force")
+    assert r.returncode == 1 and os.listdir(existing) == ["keep.txt"]
+    r = _export_with_file_limit(cli_env, existing, 1 << 30)  # the same export, room enough
+    assert r.returncode == 0, r.stderr
+    assert len(os.listdir(existing)) == 1 + 6 + 1 + 1  # keep, 6 originals, metadata, manifest
+
+
+def test_a_failed_tar_export_leaves_nothing(store_dir, tmp_path, cli_env):
+    _half_exportable(store_dir)
+    out = tmp_path / "out"
+    out.mkdir()
+    r = _export_with_file_limit(cli_env, out / "backup.tar", 36_000)
+    assert (r.returncode, r.stdout) == (1, b"") and b"File too large" in r.stderr, r.stderr
+    assert os.listdir(out) == []
