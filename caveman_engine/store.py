@@ -845,7 +845,23 @@ class Store(StoreBase):
 
     # -- accounting
 
-    def _used(self) -> int:
+    def _used(self, *, repair: bool = False) -> int:
+        """Bytes the originals hold: the ``ccr_usage`` row the triggers of
+        ``store/0003_usage_counter.sql`` keep in step with every write (one row read, whatever
+        the store holds). A row deleted by hand is counted from the tables, and with
+        ``repair`` (inside a write transaction) written back."""
+        row = self._conn.execute("SELECT used_bytes FROM ccr_usage WHERE id = 1").fetchone()
+        if row is not None:
+            return int(row[0])
+        used = self._scan_used()
+        if repair:
+            self._conn.execute("INSERT OR REPLACE INTO ccr_usage (id, used_bytes) VALUES (1, ?)",
+                               (used,))
+        return used
+
+    def _scan_used(self) -> int:
+        """The same figure summed over every stored original (what the counter replaces; the
+        tests compare the two)."""
         row = self._conn.execute(
             "SELECT (SELECT COALESCE(SUM(LENGTH(original) + COALESCE(LENGTH(metadata), 0)), 0)"
             " FROM recoveries) + (SELECT COALESCE(SUM(LENGTH(data) + LENGTH(dependencies_json)), 0)"
@@ -880,7 +896,8 @@ class Store(StoreBase):
             ) and (row[5] or None) == meta:
                 return handle  # unchanged: no write, no budget check
             existing = row[6] if row is not None else 0
-            if self._used() - existing + len(original) + len(meta or b"") > self.max_bytes:
+            used = self._used(repair=True)
+            if used - existing + len(original) + len(meta or b"") > self.max_bytes:
                 raise BudgetExceeded()
             now = rfc3339_nano()
             if row is None:
@@ -1018,7 +1035,7 @@ class Store(StoreBase):
                            transform_version, deps, data):
                     raise StoreError("ccr: typed object id collision")
                 return object_id
-            if self._used() + len(data) + len(deps) > self.max_bytes:
+            if self._used(repair=True) + len(data) + len(deps) > self.max_bytes:
                 raise BudgetExceeded()
             c.execute(
                 "INSERT INTO typed_objects (object_id, object_type, content_hash, source,"
@@ -1107,7 +1124,7 @@ class Store(StoreBase):
                 raise StoreError(f"ccr purge: {exc}") from None
             try:
                 with self._write("ccr purge") as c:
-                    before = self._used()
+                    before = self._used(repair=True)
                     gone = chosen(self._list(c))
                     c.executemany("DELETE FROM recoveries WHERE handle = ?",
                                   [(e.key,) for e in gone if e.kind == "blob"])
@@ -1213,9 +1230,24 @@ def run_statement(conn, stmt: str):
 
 
 def _statements(sql: str) -> list[str]:
-    """Split a migration file into statements (no semicolons inside our literals)."""
+    """Split a migration file into statements (no semicolons inside our literals); a
+    ``CREATE TRIGGER … BEGIN … END`` is one statement, semicolons of its body included."""
     body = "\n".join(line for line in sql.splitlines() if not line.lstrip().startswith("--"))
-    return [s.strip() for s in body.split(";") if s.strip()]
+    out: list[str] = []
+    pending = ""
+    for piece in body.split(";"):
+        stmt = (pending + ";" + piece) if pending else piece
+        words = stmt.split()
+        if (len(words) > 1 and words[0].upper() == "CREATE" and "TRIGGER" in
+                (w.upper() for w in words[1:3]) and words[-1].upper() != "END"):
+            pending = stmt  # inside the trigger's body
+            continue
+        pending = ""
+        if stmt.strip():
+            out.append(stmt.strip())
+    if pending.strip():
+        out.append(pending.strip())
+    return out
 
 
 def open_store(path: str | None = None, *, pooled: bool | None = None) -> StoreBase:

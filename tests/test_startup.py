@@ -352,7 +352,7 @@ def test_a_new_store_is_the_store_sqlite_makes_in_place(tmp_path, monkeypatch):
     store.Store(str(a / "ccr.db")).close()
     _made_in_place(monkeypatch, str(b / "ccr.db"))
     assert _schema(a / "ccr.db") == _schema(b / "ccr.db")
-    assert _schema(a / "ccr.db")[1][:2] == [[(2,)], [("wal",)]]
+    assert _schema(a / "ccr.db")[1][:2] == [[(3,)], [("wal",)]]
     assert os.listdir(a) == ["ccr.db"] and (a / "ccr.db").stat().st_mode & 0o777 == 0o600
 
 
@@ -374,7 +374,7 @@ def test_a_new_store_when_linking_fails(tmp_path, monkeypatch, failure):
         s.put(b"x", content_type="t", compressor="t", tokens_before=2, tokens_after=1)
         assert s.get(store.handle_for(b"x")) == b"x"
     assert sorted(os.listdir(tmp_path)) == ["ccr.db"]
-    assert _schema(db)[1][0] == [(2,)]
+    assert _schema(db)[1][0] == [(3,)]
 
 
 def test_an_existing_store_is_never_rebuilt(tmp_path):

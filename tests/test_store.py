@@ -315,7 +315,7 @@ def test_store_created_by_the_reference_is_adopted(store_dir, with_metadata):
         assert s.get(handle) == b"old original"
         cols = [r[1] for r in s._conn.execute("PRAGMA table_info(recoveries)")]
         assert cols[-1] == "metadata" and cols.count("metadata") == 1
-        assert s._conn.execute("PRAGMA user_version").fetchone()[0] == 2
+        assert s._conn.execute("PRAGMA user_version").fetchone()[0] == 3
         put(s, b"new", metadata=b"m")
     with Store(str(path)) as s:  # reopening applies nothing twice
         assert s.get_metadata(ccr.handle_for(b"new")) == b"m"
@@ -476,3 +476,148 @@ def test_database_owned_by_another_user_is_refused(store_dir):
     os.chown(path, 65534, 65534)
     with pytest.raises(StoreError, match="owned by another user"):
         Store(str(path))
+
+
+# --------------------------------------------------------------------------- the budget counter (issue 27.7)
+
+
+def real_used(path) -> tuple[int, int | None]:
+    """(bytes the originals hold, summed over the tables; the ccr_usage row), read with a
+    connection of its own."""
+    c = sqlite3.connect(path)
+    try:
+        total = c.execute(
+            "SELECT (SELECT COALESCE(SUM(LENGTH(original) + COALESCE(LENGTH(metadata), 0)), 0)"
+            " FROM recoveries) + (SELECT COALESCE(SUM(LENGTH(data) + LENGTH(dependencies_json)),"
+            " 0) FROM typed_objects)").fetchone()[0]
+        row = c.execute("SELECT used_bytes FROM ccr_usage WHERE id = 1").fetchone()
+    finally:
+        c.close()
+    return total, None if row is None else row[0]
+
+
+def test_put_reads_the_counter_instead_of_summing_the_store(store_dir):
+    """Every put used to run SUM(LENGTH(...)) over both tables under the write lock."""
+    with Store(str(store_dir / "ccr.db")) as s:
+        for i in range(20):
+            put(s, b"filler %d" % i)
+        seen: list[str] = []
+        s._conn.set_trace_callback(seen.append)
+        put(s, b"a new original")
+        put(s, b"a new original", metadata=b"m")
+        s.put_object(b"obj", object_type="SearchResult", session_id="x")
+        s._conn.set_trace_callback(None)
+    assert seen and not [q for q in seen if "SUM(" in q.upper()], seen
+
+
+def test_the_counter_equals_the_tables_after_a_mixed_sequence(store_dir):
+    path = str(store_dir / "ccr.db")
+    steps = []
+
+    def check(what):
+        total, row = real_used(path)
+        steps.append((what, total, row))
+        assert row == total, steps
+
+    with Store(path, max_bytes=1 << 20) as s:
+        check("new store")
+        a = put(s, b"a" * 1000)
+        check("put")
+        put(s, b"a" * 1000)
+        check("unchanged put")
+        put(s, b"a" * 1000, metadata=b"meta" * 10)
+        check("same original, metadata added")
+        put(s, b"a" * 1000, metadata=b"other", tokens_before=0, tokens_after=0)
+        check("same original, first metadata kept")
+        put(s, b"")
+        check("empty original")
+        put(s, "é".encode() * 300, content_type="log", compressor="log")
+        check("multibyte original")
+        s.put_object(b"o" * 500, object_type="SearchResult", session_id="s",
+                     dependencies=["ccr_x", "é"])
+        check("typed object")
+        with pytest.raises(BudgetExceeded):
+            put(s, b"b" * (1 << 20))
+        check("refused put")
+        s.purge(ccr.Selection(frozenset({"log"})))
+        check("purge by type")
+        c = sqlite3.connect(path)  # another Caveman tool writing the same file
+        c.execute("INSERT INTO recoveries VALUES ('ccr_other', '2026-01-01T00:00:00Z', 'text',"
+                  " 'text', 1, 1, ?, ?)", (b"x" * 333, b"y" * 7))
+        c.execute("UPDATE recoveries SET original = ? WHERE handle = 'ccr_other'", (b"z" * 9,))
+        c.execute("DELETE FROM typed_objects")
+        c.commit()
+        c.close()
+        check("writes by another tool")
+        s.vacuum()
+        check("vacuum")
+        s.purge(ccr.Selection())
+        check("purge everything")
+        assert real_used(path) == (0, 0)
+        put(s, b"after the purge")
+        check("put after purge")
+        assert s.summary().storage_bytes == len(b"after the purge")
+        assert s.info().kept_bytes == len(b"after the purge")
+
+
+COUNTER_WRITER = """
+import os, sys
+from caveman_engine import store as ccr
+s = ccr.Store(sys.argv[1])
+tag = sys.argv[2]
+for i in range(int(sys.argv[3])):
+    data = ("%s-%d " % (tag, i)).encode() * (1 + i % 17)
+    s.put(data, content_type=tag, compressor="t", tokens_before=9, tokens_after=1,
+          metadata=b"m" * (i % 3))
+    s.put(b"shared-%d" % (i % 7), content_type="shared", compressor="t", tokens_before=9,
+          tokens_after=1, metadata=b"first" if tag == "a" else b"second")
+    if i % 5 == 0:
+        s.put_object(os.urandom(i % 50), object_type="SearchResult", session_id=tag)
+    if i % 25 == 24:
+        s.purge(ccr.Selection(frozenset({tag})))
+print("done")
+"""
+
+
+def test_the_counter_is_exact_with_two_writer_processes(store_dir):
+    path = str(store_dir / "ccr.db")
+    Store(path).close()
+    procs = [subprocess.Popen([sys.executable, "-c", COUNTER_WRITER, path, tag, "120"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+             for tag in ("a", "b")]
+    for p in procs:
+        out, err = p.communicate(timeout=120)
+        assert (p.returncode, out) == (0, b"done\n"), err
+    total, row = real_used(path)
+    assert total > 0 and row == total
+    with Store(path) as s:
+        assert s.summary().storage_bytes == total
+
+
+def test_a_counter_row_deleted_by_hand_is_rebuilt(store_dir):
+    path = str(store_dir / "ccr.db")
+    with Store(path) as s:
+        put(s, b"one" * 100)
+    c = sqlite3.connect(path)
+    c.execute("DELETE FROM ccr_usage")
+    c.commit()
+    c.close()
+    with Store(path) as s:
+        assert s.summary().storage_bytes == 300  # counted from the tables
+        assert real_used(path) == (300, None)
+        put(s, b"two" * 10)
+    assert real_used(path) == (330, 330)
+
+
+def test_a_reference_store_gets_an_exact_counter(store_dir):
+    path = store_dir / "ccr.db"
+    conn = sqlite3.connect(path)
+    conn.executescript(REFERENCE_SCHEMA.format(metadata=", metadata BLOB"))
+    conn.execute("INSERT INTO recoveries VALUES ('ccr_old', '2026-08-08T12:00:00Z', 'json',"
+                 " 'json', 5, 2, ?, ?)", (b"old original", b"md"))
+    conn.commit()
+    conn.close()
+    os.chmod(path, 0o600)
+    with Store(str(path)) as s:
+        assert s.summary().storage_bytes == len(b"old original") + 2
+    assert real_used(str(path)) == (14, 14)

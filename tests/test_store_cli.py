@@ -108,7 +108,7 @@ def test_info_on_an_empty_store(cli, store_dir):
     assert doc["exists"] is True and doc["originals"] == 0
     assert doc["kept_bytes"] == 0 and doc["max_bytes"] == 512 << 20
     assert doc["oldest"] is None and doc["newest"] is None
-    assert doc["schema_version"] == 2 and doc["disk_bytes"] > 0
+    assert doc["schema_version"] == 3 and doc["disk_bytes"] > 0
     assert cli("store", "info").returncode == 0
 
 
