@@ -679,3 +679,56 @@ def test_a_store_that_cannot_open_is_a_clear_503(tmp_path, upstream, rank_cache_
         assert status == 200 and [t["name"] for t in out["tools"]] == ["grep"]
     finally:
         p.stop()
+
+
+def test_mcp_adapter_shortens_a_tool_result_and_recovers_it(proxy, runtime):
+    import asyncio
+
+    pytest.importorskip("mcp")
+    from mcp.types import CallToolResult, TextContent, Tool
+    from caveman_middleware.mcp import CavemanMCPHost, MCPToolBinding
+
+    original = _api_results()
+    spec = next(t for t in _catalog() if t["name"] == "search_issues")  # the github catalog's
+    tool = Tool(name=spec["name"], description=spec["description"],
+                input_schema=spec["inputSchema"])
+
+    async def call(arguments=None, **_):
+        return CallToolResult(content=[TextContent(type="text", text=original)])
+
+    async def main():
+        host = CavemanMCPHost(runtime=runtime, scope=Scope("mcp", "host-1"), server_id="github",
+                              protocol_version="2025-06-18")
+        tools = host.register([MCPToolBinding(tool, call)])
+        assert [b.tool.name for b in tools] == ["search_issues", "caveman_retrieve"]
+        result = await call()
+        view = await host.project_result(result, tool=tool, call_id="call-1",
+                                         context_manifest=[], registered_tools=tools)
+        sent = view.content[0].text
+        handle = sent[len(MARKER):].split("]", 1)[0]
+        page = await tools[-1].execute({"handle": handle})
+        return result, sent, json.loads(page.content[0].text)
+
+    result, sent, page = asyncio.run(main())
+    assert result.content[0].text == original  # the host keeps the original result
+    assert sent.startswith(MARKER) and page["text"] == original
+    _figure(proxy, "mcp host adapter (github search_issues, api_results result)", original, sent)
+
+
+def test_langchain_document_compressor_shortens_artifacts(proxy, runtime):
+    pytest.importorskip("langchain_core")
+    from langchain_core.documents import Document
+    from caveman_middleware.langchain import CavemanDocumentCompressor
+
+    original = _api_results()
+    scope = Scope("langchain", "rag-1")
+    reader = runtime.recovery(scope)  # the application's source reader
+    compressor = CavemanDocumentCompressor(runtime=runtime, scope=scope, source_expansion=reader)
+    docs = [Document(page_content=original, id="results"), Document(page_content="short note")]
+    out = compressor.compress_documents(docs, "slow hosts")
+    assert out[1].page_content == "short note"
+    sent = out[0].page_content
+    assert sent.startswith(MARKER)
+    handle = sent[len(MARKER):].split("]", 1)[0]
+    assert reader.execute({"handle": handle})["text"] == original
+    _figure(proxy, "langchain document compressor (api_results as an artifact)", original, sent)
