@@ -2,9 +2,10 @@
 enum, ``required``, ``const`` and non-null ``default`` survives.
 
 1. the safe rules (``toolschema-safe``; ``CAVEMAN_SAFE_RULES`` applies here too);
-2. the ``toolschema`` reducer in-process (:func:`toolschema.compress_tree`): schema titles,
-   examples, ``$comment`` and ``$schema`` dropped, long descriptions cut to their lead plus
-   every constraint sentence; MCP output schemas get the same treatment;
+2. the reducer (:func:`reduce_tree`): schema titles, examples and ``$comment`` dropped, long
+   descriptions cut to whole sentences — their lead, every instruction or constraint sentence,
+   no catalog boilerplate (:mod:`caveman_engine.catalog.sentences`; never ``toolschema``'s
+   80-byte lead cap, which leaves sentences unfinished); MCP output schemas alike;
 3. the max-only rules (:data:`MAX_RULES`, modules of :mod:`caveman_engine.catalog.rules`, not
    part of ``toolschema-safe``): whitespace normalised again after the cut, Markdown bold
    markers dropped (``markdown_emphasis``), MCP hints equal to the specification's defaults
@@ -79,14 +80,57 @@ def _shrink_schema(schema: Any, protected: set[str]) -> None:
             node["description"] = shrink_description(d, protected)
 
 
+# Schema annotations the reducer drops (``toolschema``'s list; ``$schema`` only goes through the
+# safe ``schema_uri`` rule, when the schema means the same without it).
+DROP = ("title", "examples", "example", "$comment")
+
+
+def _reduce_schema(schema: Any, shared: frozenset[str] = frozenset()) -> None:
+    from ..catalog import schema as js
+    from ..catalog import sentences
+
+    for node in js.nodes(schema):
+        for k in DROP:
+            node.pop(k, None)
+        d = node.get("description")
+        if isinstance(d, str):
+            node["description"] = sentences.select(d, shared)
+
+
+def reduce_tree(doc: Any) -> Any:
+    """Step 2 on a decoded tree (a new tree is returned): schema titles, examples and
+    ``$comment`` dropped, every description cut to whole units
+    (:func:`caveman_engine.catalog.sentences.select`), boilerplate shared by many of the
+    catalog's tool descriptions dropped from them."""
+    from ..catalog import envelope, sentences
+
+    tree = envelope.copy_tree(doc)
+    tools = envelope.iter_tools(tree)
+    if not tools:
+        if envelope.is_bare_schema(tree):
+            _reduce_schema(tree)
+        return tree
+    shared = sentences.boilerplate(t.container.get("description") for t in tools)
+    for tool in tools:
+        c = tool.container
+        for _, s in tool.schemas():
+            if isinstance(s, dict):
+                _reduce_schema(s)
+        d = c.get("description")
+        if isinstance(d, str):
+            c["description"] = sentences.select(d, shared)
+        if c is not tool.element and isinstance(tool.element.get("description"), str):
+            tool.element["description"] = sentences.select(tool.element["description"], shared)
+    return tree
+
+
 def compress_tree(doc: Any) -> Any:
     """The whole transform on a decoded tree; returns a new tree (``doc`` is not modified)."""
     from ..catalog import envelope, safe
     from ..catalog.rules import _telegraph as telegraph
-    from . import toolschema
 
     tree = safe.apply_tree(safe.apply_tree(doc), PRE_RULES)
-    tree = safe.apply_tree(toolschema.compress_tree(tree), MAX_RULES)
+    tree = safe.apply_tree(reduce_tree(tree), MAX_RULES)
     tools = envelope.iter_tools(tree)
     if not tools:
         if envelope.is_bare_schema(tree):
@@ -100,8 +144,6 @@ def compress_tree(doc: Any) -> Any:
     for tool in envelope.iter_tools(tree):
         c = tool.container
         out = c.get(envelope.OUTPUT_DOOR)
-        if isinstance(out, dict) and _ENVELOPE_KEYS.isdisjoint(out):
-            c[envelope.OUTPUT_DOOR] = toolschema.compress_tree(out)
         protected = {tool.name}
         schemas = [s for _, s in tool.schemas()]
         for s in schemas:
