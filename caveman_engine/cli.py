@@ -68,8 +68,9 @@ class CavemanGroup(click.Group):
 
     def _usage_error(self, exc: click.UsageError, args: list[str]) -> None:
         if isinstance(exc, NoSubcommand):
-            # spec §1.1, and what every conformance run of an unknown word expects
-            fail(f"unknown caveman-engine subcommand: {exc.name}", 2)
+            # the reference's wording (spec §1.1), with the closest command
+            fail(f"unknown caveman-engine subcommand: {exc.name}"
+                 f"{did_you_mean(exc.name, self.list_commands(None))}", 2)
         name = args[0] if args else ""
         command = self.get_command(None, name) if name and not name.startswith("-") else None
         fail(usage_line(exc, args, command=command), 2)
@@ -211,7 +212,7 @@ SQLite store under a ccr_… handle that `retrieve` gives back byte for byte.
 \b
 Examples:
   caveman-engine compress --type toolschema tools.json > tools.min.json
-  caveman-engine retrieve ccr_94e45c3f85f7dbc65d3283ce8e196975 > tools.json
+  caveman-engine retrieve ccr_1ee03a6d8fe3ec67fc5409c847cf129e > tools.json
 
 Exit codes: 0 success (a pass-through is a success), 1 error, 2 usage error, 3 `verify`
 found no difference but lacks evidence for some tool, 130 interrupted. Shell completion:
@@ -325,8 +326,8 @@ def retrieve(output: str | None, quiet: bool, handle: str | None, query: str | N
 
     \b
     Examples:
-      caveman-engine retrieve ccr_94e45c3f85f7dbc65d3283ce8e196975 -o tools.json
-      caveman-engine retrieve ccr_94e45c3f85f7dbc65d3283ce8e196975 "timeout errors"
+      caveman-engine retrieve ccr_1ee03a6d8fe3ec67fc5409c847cf129e -o tools.json
+      caveman-engine retrieve ccr_1ee03a6d8fe3ec67fc5409c847cf129e "timeout errors"
     """
     from .engine import Engine
     from .store import StoreError

@@ -107,7 +107,7 @@ def test_an_unknown_option_is_a_usage_error(cli, here, args, message):
                    "(usage: caveman-engine retrieve HANDLE [QUERY])"),
     (["check", "a.json"], "caveman-engine check: missing option --baseline"),
     (["store", "export"], "caveman-engine store export: missing DEST"),
-    (["stor"], "unknown caveman-engine subcommand: stor"),
+    (["stor"], "unknown caveman-engine subcommand: stor (did you mean store?)"),
 ])
 def test_other_usage_errors_are_exit_2(cli, here, args, message):
     r = cli(*args)
