@@ -6,10 +6,12 @@ A title is dropped when, compared on ASCII letters and digits alone and ignoring
 * on a ``$defs`` / ``definitions`` entry, that entry's key;
 * on the schema root, the tool's name, alone or followed by the word a schema generator
   appends to a function's name (``search_eventsArguments``, ``getTimeInput``, ``xOutput``…);
-* on an MCP tool (or its ``annotations``), the tool's name, alone or followed by "tool".
+* in an MCP tool's ``annotations``, the tool's name, alone or followed by "tool".
 
-``title`` is an annotation, so the calls a schema accepts do not change. Any title that says
-more than the name ("Time zone of the caller") stays.
+An MCP tool's top-level ``title`` is its display name: it always stays, even when it spells the
+tool's name ("Write File" on ``write_file``). ``title`` is an annotation, so the calls a schema
+accepts do not change. Any title that says more than the name ("Time zone of the caller")
+stays.
 """
 
 from __future__ import annotations
@@ -57,7 +59,8 @@ def apply(root, ctx):
 
 def apply_tool(tool, ctx) -> None:
     container = tool.container
-    for holder in (container, container.get("annotations")):
-        if isinstance(holder, dict) and _restates(holder.get("title"), container.get("name"),
-                                                   frozenset({"tool"})):
-            del holder["title"]
+    ann = container.get("annotations")
+    if not isinstance(ann, dict) or "title" not in ann:
+        return
+    if _restates(ann["title"], container.get("name"), frozenset({"tool"})):
+        del ann["title"]
