@@ -380,14 +380,25 @@ def test_delete_session_revokes_its_handles(proxy, runtime):
     assert proxy.cli("retrieve", "ccr_" + handle[4:36]).stdout == _api_results().encode()
 
 
-def test_record_mode_and_protected_segments_are_left_alone(proxy):
+def test_record_mode_is_left_alone(proxy):
     with MiddlewareRuntime(endpoint=proxy.url, mode="record") as rt:
+        assert rt.preflight().reason == "record_only"
         result = _optimize(rt, Scope("tests", "record"), [_api_results()])
         assert (result.status, result.reason, result.replacements) == ("record", "record", [])
-    with MiddlewareRuntime(endpoint=proxy.url) as rt:
-        rt.ready()
-        result = _optimize(rt, Scope("tests", "p"), [_api_results()], protected=True)
-        assert result.status == "bypassed" and result.replacements == []
+
+
+
+@pytest.mark.parametrize("change,reason", [
+    ({"protected": True}, "protected"), ({"opaque": True}, "opaque_part"),
+    ({"kind": "system_prompt"}, "unsupported_shape"),
+])
+def test_segments_the_plan_leaves_alone(proxy, runtime, change, reason):
+    doc = _raw_optimize(proxy, runtime.ready(), _api_results())
+    doc["segments"][0].update(change)
+    status, out = _post(proxy, "/caveman/v1/middleware/optimize", doc)
+    assert status == 200 and (out["status"], out["reason"]) == ("bypassed", reason)
+    assert out["replacements"] == [] and out["skipped"] == [
+        {"segment_id": "s1", "reason": reason}]
 
 
 def _raw_optimize(proxy, caps, content: str, digest: str | None = None) -> dict:
@@ -598,18 +609,21 @@ def test_anthropic_adapter_compresses_the_tool_result(proxy, runtime, upstream):
         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1",
                                       "content": original}]},
     ]
+    others = [t for t in catalog if t["name"] != "search_issues"]
     runner = wrapped.beta.messages.tool_runner(model="claude-test", max_tokens=64,
-                                               messages=messages, tools=[search_issues],
+                                               messages=messages,
+                                               tools=[*others, search_issues],
                                                max_iterations=1)
     final = runner.until_done()
     assert final.content[0].text == "ok"
     assert runtime.last_report.status == "applied"
     got = [r for r in upstream.fake.received if r.path == "/v1/messages"][-1].json()
-    assert [t["name"] for t in got["tools"]] == ["search_issues", "caveman_retrieve"]
+    assert [t["name"] for t in got["tools"]] == [t["name"] for t in others] + [
+        "search_issues", "caveman_retrieve"]
     sent = _tool_text_received(upstream, "/v1/messages")
     assert sent.startswith(MARKER)
-    _figure(proxy, "anthropic tool_runner adapter (api_results tool result)", original, sent)
-    assert len(catalog) == 26  # the github catalog the OpenAI test sends, in Anthropic shape
+    _figure(proxy, "anthropic tool_runner adapter (github catalog, api_results tool result)",
+            original, sent)
 
 
 def test_langchain_agent_adapter_compresses_the_tool_message(proxy, runtime):

@@ -198,7 +198,7 @@ def _persistent(engine) -> bool:
 
 def _capabilities(st: State, _body: bytes):
     try:
-        engine = st.engine()
+        engine = st.engine(counting=False)
         recovery = True
         persistent = _persistent(engine)
     except Unavailable:

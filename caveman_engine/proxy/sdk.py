@@ -43,28 +43,40 @@ class State:
         self.proxy = proxy
         self._engine = None
         self._lock = threading.Lock()
+        self._warmed = threading.Event()
         self.revoked: set[tuple[str, ...]] = set()
 
-    def engine(self):
-        """The engine (blocking: call it from a worker thread)."""
+    def engine(self, *, counting: bool = True):
+        """The engine (blocking: call it from a worker thread). ``counting``: wait until its
+        tokenizer is loaded (else the caller only needs the store)."""
         own = self.proxy.rewriter.engine
         if own is not None and own.store is not None:
-            return own
+            return own  # loaded before the proxy listened
         with self._lock:
             if self._engine is None:
                 from ..engine import Engine
                 from ..store import StoreError, open_store
 
                 try:
-                    self._engine = Engine(open_store())
+                    engine = Engine(open_store())
                 except (StoreError, OSError) as exc:
                     raise Unavailable(str(exc)) from None
-                # load the tokenizer now, beside the request that opened the store (often
-                # the middleware's capabilities, whose client waits 500 ms at most), so that
-                # the first optimize does not pay for it
-                threading.Thread(target=self._engine.count, args=(b"warm up",),
-                                 daemon=True).start()
-            return self._engine
+                self._engine = engine
+
+                # The tokenizer loads beside the request that opened the store (often the
+                # middleware's capabilities, whose client waits 500 ms at most for it and the
+                # first optimize together); a request that counts waits for this one load
+                # instead of starting a second.
+                def warm() -> None:
+                    try:
+                        engine.count(b"warm up")
+                    finally:
+                        self._warmed.set()
+
+                threading.Thread(target=warm, daemon=True).start()
+        if counting:
+            self._warmed.wait()
+        return self._engine
 
 
 def state(proxy) -> State:
