@@ -2,8 +2,8 @@
 
 One handler for every route. Per request: route (404 otherwise) → read the body (32 MiB cap,
 413) → maybe rewrite the ``tools`` span (level on, route eligible, session not frozen, all
-fail-closed gates passed) → send upstream (transport errors: 3 attempts, then 502; a 4xx on a
-rewritten body: once more with the original bytes) → stream the upstream's status, headers and
+fail-closed gates passed) → send upstream (a failed connect: 3 attempts, then 502; any other
+transport error: 502; a 400/422 to a rewritten body: once more with the original bytes) → stream the upstream's status, headers and
 body bytes back in ≤32 KiB reads, teeing a side copy to the usage scanner → tell the ledger.
 
 Nothing here compresses: :mod:`.rewrite` calls the engine, :mod:`.catalog` splices.
@@ -45,14 +45,23 @@ HOSTS_SEEN = 64  # distinct allowed Host values kept for the one-lookup check
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]")
 
 ANTHROPIC_VERSION = "2023-06-01"
-FORWARD_HEADERS = (
-    "content-type", "accept", "accept-encoding", "idempotency-key", "openai-organization",
-    "openai-project", "anthropic-version", "anthropic-beta", "api-version",
-)
 HOP_BY_HOP = frozenset((
     "connection", "keep-alive", "proxy-authenticate", "proxy-authorization",
     "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade",
 ))
+# Request headers that are not forwarded besides hop-by-hop ones, those named in Connection and
+# x-cave-*: the upstream connection has its own Host and Content-Length, and the proxy has
+# already answered an Expect.
+NOT_FORWARDED = HOP_BY_HOP | {"host", "content-length", "expect"}
+CREDENTIALS = ("authorization", "x-api-key", "x-goog-api-key")
+UPSTREAM_KEY = "x-cave-upstream-key"
+# A request with one of these comes from a Caveman client (caveman-sdk): its Authorization is
+# the Caveman service key, which never goes to a provider.
+CAVEMAN_CLIENT = frozenset((UPSTREAM_KEY, "x-cave-workflow", "x-cave-retention"))
+# where each provider takes the key of x-cave-upstream-key
+PROVIDER_KEY = {"anthropic": ("x-api-key", ""), "openai": ("authorization", "Bearer "),
+                "gemini": ("x-goog-api-key", "")}
+RESEND_4XX = (400, 422)  # a rewritten body refused as such: the original bytes are sent once
 _SLUG = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
 _HEX32 = re.compile(r"[0-9a-f]{32}")
 
@@ -581,28 +590,45 @@ class Proxy:
         # one copy at most: a body that came in one read is that read's bytes
         return None if seen > cap else b"".join(chunks)
 
-    def _upstream_headers(self, request, provider: str) -> dict[str, str]:
-        h = {}
+    def _upstream_headers(self, request, provider: str) -> CIMultiDict:
+        """The inbound headers in one pass, every value of a repeated one kept, less the
+        hop-by-hop ones (and those named in Connection), Host, Content-Length, Expect and
+        x-cave-*. A Caveman client's credentials are replaced: ``x-cave-upstream-key`` becomes
+        the provider's own credential header and its Authorization (the Caveman key) is
+        dropped."""
+        h: CIMultiDict[str] = CIMultiDict()
         inbound = request.headers
-        for name in FORWARD_HEADERS:
-            v = inbound.get(name)
-            if v is not None:
-                h[name] = v
-        ce = inbound.get("content-encoding")
-        if ce is not None:
-            h["content-encoding"] = ce
-        key = inbound.get("x-api-key")
-        auth = inbound.get("authorization")
-        if key:
-            h["x-api-key"] = key
-        elif auth and auth[:7].lower() == "bearer ":
-            h["authorization"] = "Bearer " + auth[7:].strip()
-        elif provider == "anthropic" and os.environ.get("ANTHROPIC_API_KEY"):
-            h["x-api-key"] = os.environ["ANTHROPIC_API_KEY"]
-        elif provider == "openai" and os.environ.get("OPENAI_API_KEY"):
-            h["authorization"] = "Bearer " + os.environ["OPENAI_API_KEY"]
-        if provider == "gemini" and inbound.get("x-goog-api-key"):
-            h["x-goog-api-key"] = inbound["x-goog-api-key"]
+        named = frozenset()
+        if "connection" in inbound:
+            named = {t.strip().lower() for v in inbound.getall("connection")
+                     for t in v.split(",") if t.strip()}
+        caveman = False
+        upstream_key = None
+        spelling: dict[str, str] = {}
+        for k, v in inbound.items():
+            lk = k.lower()
+            if lk.startswith("x-cave"):
+                if lk in CAVEMAN_CLIENT:
+                    caveman = True
+                    if lk == UPSTREAM_KEY and v.strip():
+                        upstream_key = v.strip()
+                continue
+            if lk in NOT_FORWARDED or lk in named:
+                continue
+            # a repeated name keeps its first spelling: aiohttp's client keeps every value of
+            # a name only when it is spelt the same
+            h.add(spelling.setdefault(lk, k), v)
+        if caveman:
+            for name in CREDENTIALS:
+                h.popall(name, None)
+            if upstream_key is not None:
+                name, prefix = PROVIDER_KEY[provider]
+                h[name] = prefix + upstream_key
+        if not any(name in h for name in CREDENTIALS) and self._may_use_env_key(request):
+            if provider == "anthropic" and os.environ.get("ANTHROPIC_API_KEY"):
+                h["x-api-key"] = os.environ["ANTHROPIC_API_KEY"]
+            elif provider == "openai" and os.environ.get("OPENAI_API_KEY"):
+                h["authorization"] = "Bearer " + os.environ["OPENAI_API_KEY"]
         if provider == "anthropic" and "anthropic-version" not in h:
             h["anthropic-version"] = ANTHROPIC_VERSION
         return h
@@ -619,16 +645,26 @@ class Proxy:
                 encoded=True)
         return url
 
-    async def _send(self, url: URL, headers: dict, body: bytes) -> aiohttp.ClientResponse:
-        """One upstream response (headers received), retrying transport errors."""
+    async def _send(self, url: URL, headers: CIMultiDict, body: bytes) -> aiohttp.ClientResponse:
+        """One upstream response (headers received). Only a failure to connect is retried:
+        then no byte of the request has left. Any later transport error (the connection
+        dropped or timed out once the request was on its way) may mean the upstream is running
+        it, so it is never sent twice."""
         last: BaseException | None = None
         for attempt in range(ATTEMPTS):
             try:
                 return await self._client.post(url, data=body, headers=headers,
                                                allow_redirects=False)
-            except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
+            except aiohttp.ClientConnectorCertificateError as exc:
+                last = exc  # the same certificate on every attempt
+                log.info("proxy: upstream certificate refused: %r", exc)
+                break
+            except (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError) as exc:
                 last = exc
-                log.info("proxy: upstream attempt %d failed: %r", attempt + 1, exc)
+                log.info("proxy: upstream connect attempt %d failed: %r", attempt + 1, exc)
+            except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
+                log.info("proxy: upstream request failed after it was sent: %r", exc)
+                raise UpstreamUnavailable(str(exc)) from None
             if attempt < ATTEMPTS - 1:
                 await asyncio.sleep(self.retry_sleeps[min(attempt, len(self.retry_sleeps) - 1)])
         raise UpstreamUnavailable(str(last))
@@ -693,8 +729,10 @@ class Proxy:
         headers = self._upstream_headers(request, route.provider)
         try:
             up = await self._send(url, headers, forward)
-            if rewritten is not None and 400 <= up.status < 500:
+            if rewritten is not None and up.status in RESEND_4XX:
                 # The rewrite may be what the upstream refused: drain, then the original once.
+                # (Any other 4xx, a 429 say, is about the request, not its catalog: it reaches
+                # the client as it is, once.)
                 try:
                     await asyncio.wait_for(up.content.read(DRAIN_4XX), self.config.upstream_timeout)
                 except Exception:
