@@ -148,18 +148,20 @@ def test_level_flag_overrides_config_and_env(tmp_path, upstream, run_proxy):
     assert r.header("x-cave-optimization") == "none"
 
 
-@pytest.mark.parametrize("args, text, message", [
-    (["--listen", "0.0.0.0:8787"], None, b"only loopback hosts"),
-    (["--listen", ":8787"], None, b"loopback"),
-    (["--listen", "192.168.0.10:8787"], None, b"only loopback hosts"),
-    ([], "toolschema_strip: [unclosed\n", b"invalid YAML"),
-    ([], "providers:\n  anthropic:\n    base_url: not-a-url\n", b"base_url"),
+@pytest.mark.parametrize("args, text, message, code", [
+    (["--listen", "0.0.0.0:8787"], None, b"only loopback hosts", 2),
+    (["--listen", ":8787"], None, b"loopback", 2),
+    (["--listen", "192.168.0.10:8787"], None, b"only loopback hosts", 2),
+    ([], "listen: 0.0.0.0:8787\n", b"only loopback hosts", 1),
+    ([], "toolschema_strip: [unclosed\n", b"invalid YAML", 1),
+    ([], "providers:\n  anthropic:\n    base_url: not-a-url\n", b"base_url", 1),
 ])
-def test_configuration_errors_exit_1(tmp_path, env, args, text, message):
+def test_configuration_errors_exit_1_or_2(tmp_path, env, args, text, message, code):
+    """A bad config file exits 1, a bad command-line value 2 (a usage error)."""
     cfg = tmp_path / "bad.yaml"
     cfg.write_text(text or "")
     p = subprocess.run([console_script(), "proxy", "--config", str(cfg), *args], env=env,
                        capture_output=True, timeout=60)
-    assert p.returncode == 1
+    assert p.returncode == code
     assert message in p.stderr
     assert p.stderr.count(b"\n") == 1 and p.stderr.startswith(b"caveman-engine proxy: ")

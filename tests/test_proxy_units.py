@@ -20,9 +20,13 @@ STRIP = "toolschema-annotation-strip"
 
 
 def _load(tmp_path, yaml_text: str | None, env: dict | None = None, **kw) -> config.Config:
+    """``yaml_text`` as the file named on the command line; None: no file named and none at
+    the default place."""
+    if yaml_text is None:
+        return config.load(env={"CAVEMAN_HOME": str(tmp_path / "nothing-here"), **(env or {})},
+                           **kw)
     path = tmp_path / "caveman.yaml"
-    if yaml_text is not None:
-        path.write_text(yaml_text)
+    path.write_text(yaml_text)
     return config.load(str(path), env=env or {}, **kw)
 
 
@@ -32,33 +36,60 @@ def _load(tmp_path, yaml_text: str | None, env: dict | None = None, **kw) -> con
         (None, "off"),
         ("", "off"),
         ("label: x\n", "off"),
-        ("toolschema_strip: aggressive\n", "off"),
-        ("toolschema_strip: Annotations\n", "off"),
-        ("toolschema_strip: ' annotations'\n", "off"),
-        ("toolschema_strip: ''\n", "off"),
-        ("toolschema_strip: true\n", "off"),
+        ("toolschema_strip:\n", "off"),
+        ("toolschema_strip: off\n", "off"),  # YAML reads a bare off as false
+        ("toolschema_strip: 'off'\n", "off"),
         ("toolschema_strip: annotations\n", "annotations"),
         ("toolschema_strip: toolschema\n", "toolschema"),
         ("toolschema_strip: toolschema-safe\n", "toolschema-safe"),
         ("toolschema_strip: toolschema-max\n", "toolschema-max"),
-        ("toolschema_strip: toolschema-MAX\n", "off"),
     ],
 )
-def test_level_normalisation(tmp_path, yaml_text, level):
+def test_level(tmp_path, yaml_text, level):
     assert _load(tmp_path, yaml_text).level == level
+
+
+@pytest.mark.parametrize(
+    "value, hint",
+    [
+        ("aggressive", "expected one of off, annotations, toolschema, toolschema-safe, "
+                       "toolschema-max"),
+        ("Annotations", "did you mean 'annotations'?"),
+        ("' annotations'", "did you mean 'annotations'?"),
+        ("''", "expected one of off, annotations, toolschema, toolschema-safe, toolschema-max"),
+        ("true", "expected one of off, annotations, toolschema, toolschema-safe, "
+                 "toolschema-max"),
+        ("toolschema-MAX", "did you mean 'toolschema-max'?"),
+        ("max", "did you mean 'toolschema-max'?"),
+        ("safe", "did you mean 'toolschema-safe'?"),
+        ("toolschema_safe", "did you mean 'toolschema-safe'?"),
+        ("toolshema", "did you mean 'toolschema'?"),
+    ],
+)
+def test_unknown_level_is_an_error_naming_the_closest(tmp_path, value, hint):
+    """A typo never starts a proxy that quietly rewrites nothing (issue 26)."""
+    with pytest.raises(config.ConfigError) as e:
+        _load(tmp_path, f"toolschema_strip: {value}\n")
+    assert str(e.value).endswith(f"({hint})")
+    assert e.value.exit_code == 1
 
 
 def test_env_overrides_yaml_when_not_blank(tmp_path):
     y = "toolschema_strip: annotations\n"
     assert _load(tmp_path, y, {"CAVEMAN_TOOLSCHEMA_STRIP": "off"}).level == "off"
     assert _load(tmp_path, y, {"CAVEMAN_TOOLSCHEMA_STRIP": "  "}).level == "annotations"
-    assert _load(tmp_path, y, {"CAVEMAN_TOOLSCHEMA_STRIP": "bogus"}).level == "off"
+    with pytest.raises(config.ConfigError) as e:
+        _load(tmp_path, y, {"CAVEMAN_TOOLSCHEMA_STRIP": "bogus"})
+    assert str(e.value).startswith("CAVEMAN_TOOLSCHEMA_STRIP: unknown level 'bogus' (")
     assert _load(tmp_path, None, {"CAVEMAN_TOOLSCHEMA_STRIP": "toolschema-max"}).level == \
         "toolschema-max"
-    # --level overrides both; unknown values are off
+    # --level overrides both; an unknown one is a command-line error, before the file is read
     assert _load(tmp_path, y, {"CAVEMAN_TOOLSCHEMA_STRIP": "off"}, level="toolschema").level == \
         "toolschema"
-    assert _load(tmp_path, y, level="max").level == "off"
+    with pytest.raises(config.CommandLineError) as e:
+        _load(tmp_path, "a: [1\n", level="max")
+    assert str(e.value) == "unknown level 'max' (did you mean 'toolschema-max'?)"
+    assert e.value.exit_code == 2
 
 
 def test_label_and_providers(tmp_path):
@@ -70,7 +101,7 @@ def test_label_and_providers(tmp_path):
     assert c.upstream_url("anthropic", "/v1/messages", "beta=true") == \
         "http://127.0.0.1:9/v1/messages?beta=true"
     assert _load(tmp_path, "label: a\n", {"CAVEMAN_LABEL": "b"}).label == "b"
-    d = config.load(str(tmp_path / "missing.yaml"), env={})
+    d = config.load(env={"CAVEMAN_HOME": str(tmp_path / "no-home")})  # no file: defaults
     assert (d.label, d.host, d.port) == ("local", "127.0.0.1", 8787)
     assert d.upstreams["anthropic"] == "https://api.anthropic.com"
     assert d.upstreams["openai"] == "https://api.openai.com"
@@ -78,10 +109,22 @@ def test_label_and_providers(tmp_path):
 
 @pytest.mark.parametrize("text", ["a: [1\n", "- just\n- a list\n", "providers: 3\n",
                                   "providers:\n  openai:\n    base_url: ftp://x\n",
-                                  "listen: 0.0.0.0:8787\n", "upstream_timeout: soon\n"])
+                                  "listen: 0.0.0.0:8787\n", "upstream_timeout: soon\n",
+                                  "toolschema_stirp: toolschema\n",
+                                  "providers:\n  antropic:\n    base_url: http://x\n",
+                                  "providers:\n  openai:\n    url: http://x\n"])
 def test_bad_config_is_an_error(tmp_path, text):
-    with pytest.raises(config.ConfigError):
+    with pytest.raises(config.ConfigError) as e:
         _load(tmp_path, text)
+    assert e.value.exit_code == 1
+
+
+def test_a_named_config_file_must_exist(tmp_path):
+    missing = str(tmp_path / "missing.yaml")
+    for kw in ({"path": missing, "env": {}}, {"env": {"CAVEMAN_CONFIG": missing}}):
+        with pytest.raises(config.ConfigError) as e:
+            config.load(**kw)
+        assert str(e.value) == f"config {missing}: no such file"
 
 
 def test_config_file_location(tmp_path):
@@ -473,16 +516,12 @@ def test_rewriter_fails_closed():
     rw = Rewriter(ok, "annotations")
     assert rw.rewrite_sync(cat).catalog == b"[]"
     assert rw.rewrite_sync(cat).catalog == b"[]" and ok.calls == 1  # cached
-    # the original disappears from the store (purged, wiped): the next hit that checks the
-    # store finds out and stores it again, so the handle sent always retrieves
-    import caveman_engine.proxy.rewrite as rewrite_mod
-
+    # the original disappears from the store (purged, wiped): the very next hit finds out
+    # and stores it again, so the handle sent always retrieves
     handle = rw.rewrite_sync(cat).handle
     ok.store._conn.execute("DELETE FROM recoveries WHERE handle = ?", (handle,))
-    rw._checked.clear()
     assert rw.rewrite_sync(cat).handle == handle and ok.calls == 2
     assert ok.store.get(handle) == cat
-    assert rewrite_mod.STORE_CHECK_SECONDS > 0
     err = _StubEngine(b"[]", error="cave_ccr_unavailable")
     rw = Rewriter(err, "annotations")
     rw.rewrite_sync(cat)

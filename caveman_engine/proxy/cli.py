@@ -12,9 +12,9 @@ import click
 from .config import LEVELS
 
 
-def _fail(message: str) -> None:
+def _fail(message: str, code: int = 1) -> None:
     click.echo(f"caveman-engine proxy: {message}", err=True)
-    sys.exit(1)
+    sys.exit(code)
 
 
 @click.command(
@@ -31,7 +31,7 @@ def _fail(message: str) -> None:
               help="Loopback address to listen on (default 127.0.0.1:8787).")
 @click.option("--level", default=None, metavar="LEVEL",
               help=f"Catalog rewrite: {'|'.join(LEVELS)} (overrides the config; "
-                   "anything else is off).")
+                   "any other value is an error).")
 @click.option("--config", "config_file", default=None, metavar="FILE",
               help="YAML config (default $CAVEMAN_CONFIG, else $CAVEMAN_HOME/caveman.yaml).")
 def proxy_command(listen: str | None, level: str | None, config_file: str | None) -> None:
@@ -40,7 +40,7 @@ def proxy_command(listen: str | None, level: str | None, config_file: str | None
     try:
         cfg = load(config_file, level=level, listen=listen)
     except ConfigError as exc:
-        _fail(str(exc))
+        _fail(str(exc), exc.exit_code)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
                         format="caveman-engine proxy: %(message)s")
     logging.getLogger("aiohttp.access").setLevel(logging.ERROR)

@@ -12,17 +12,21 @@ YAML key                       environment                          default
 ``upstream_timeout``           ``CAVEMAN_PROXY_UPSTREAM_TIMEOUT``   600 (seconds between bytes)
 =============================  ===================================  =========================
 
-The level is one of :data:`LEVELS`, spelled exactly; anything else (``""``, ``Annotations``,
-``aggressive``, `` annotations``) is ``off``: a typo never turns a rewrite on. The listen
-address must be a loopback host: the proxy has no inbound authentication.
+The level is one of :data:`LEVELS`, spelled exactly; anything else (``max``, ``Annotations``,
+`` annotations``) is an error that names the closest level: a typo must not start a proxy that
+quietly saves nothing. So is a YAML key the proxy does not read. The listen address must be a
+loopback host: the proxy has no inbound authentication.
 
 File: ``--config FILE``, else ``$CAVEMAN_CONFIG``, else ``<CAVEMAN_HOME>/caveman.yaml``
-(``CAVEMAN_HOME`` defaults to ``~/.caveman``). A missing file means defaults; a file that is not
-valid YAML (or not a mapping) is a :class:`ConfigError`.
+(``CAVEMAN_HOME`` defaults to ``~/.caveman``). A missing default file means defaults; a missing
+file named by ``--config`` or ``$CAVEMAN_CONFIG``, a file that is not valid YAML (or not a
+mapping) or a bad value is a :class:`ConfigError` (exit 1); a bad ``--level``/``--listen`` is a
+:class:`CommandLineError` (exit 2).
 """
 
 from __future__ import annotations
 
+import difflib
 import ipaddress
 import os
 from dataclasses import dataclass, field
@@ -47,10 +51,70 @@ DEFAULT_STORE_TIMEOUT = 2.0  # longest wait for the recovery store before forwar
 class ConfigError(ValueError):
     """One line, for the CLI (exit 1)."""
 
+    exit_code = 1
 
-def normalise_level(value: object) -> str:
-    """Exactly one of :data:`LEVELS`, else ``off``."""
-    return value if isinstance(value, str) and value in LEVELS else "off"
+
+class CommandLineError(ConfigError):
+    """A bad command-line value (exit 2, as for any other usage error)."""
+
+    exit_code = 2
+
+
+# Every top-level YAML key load() reads: any other key is refused (a misspelt key would
+# otherwise be a setting silently not applied).
+KEYS = ("toolschema_strip", "label", "providers", "listen", "upstream_timeout",
+        "allowed_hosts", "allowed_origins", "header_timeout", "body_timeout", "store_timeout",
+        "max_connections")
+PROVIDER_KEYS = ("base_url",)
+# providers of the reference gateway this proxy does not route: accepted, not read
+OTHER_PROVIDERS = ("bedrock", "vertex", "azure", "compat")
+# names people reach for that are spelt differently here
+_ALIASES = {"level": "toolschema_strip", "strip": "toolschema_strip", "baseurl": "base_url",
+            "url": "base_url"}
+
+
+def _suggest(value: object, choices) -> str | None:
+    """The choice ``value`` most likely meant: the same up to case, blanks and ``_``/``-``;
+    else the one choice it ends or starts a word of (``max`` → ``toolschema-max``); else a
+    close spelling."""
+    if not isinstance(value, str):
+        return None
+    v = value.strip().lower().replace("_", "-")
+    if not v:
+        return None
+    norm = {c.lower().replace("_", "-"): c for c in choices}
+    if v in norm:
+        return norm[v]
+    alias = _ALIASES.get(v.replace("-", "_")) or _ALIASES.get(v.replace("-", ""))
+    if alias in choices:
+        return alias
+    parts = [c for n, c in norm.items() if v in n.split("-")]
+    if len(parts) == 1:
+        return parts[0]
+    close = difflib.get_close_matches(v, list(norm), n=1, cutoff=0.6)
+    return norm[close[0]] if close else None
+
+
+def _hint(value: object, choices) -> str:
+    s = _suggest(value, choices)
+    if s is not None:
+        return f"did you mean {s!r}?"
+    return "expected one of " + ", ".join(choices)
+
+
+def check_level(value: object, error=ConfigError, where: str = "") -> str:
+    """``value`` if it is one of :data:`LEVELS`, spelled exactly; else ``error``, naming the
+    closest level."""
+    if isinstance(value, str) and value in LEVELS:
+        return value
+    raise error(f"{where}unknown level {value!r} ({_hint(value, LEVELS)})")
+
+
+def _check_keys(file: str, where: str, mapping: dict, known) -> None:
+    for key in mapping:
+        if key not in known:
+            raise ConfigError(f"config {file}: unknown key {where + str(key)!r} "
+                              f"({_hint(key, known)})")
 
 
 def _blank(v: str | None) -> bool:
@@ -124,12 +188,21 @@ def load(
     listen: str | None = None,
     env: dict[str, str] | None = None,
 ) -> Config:
-    """The effective configuration. ``level``/``listen`` are command-line overrides."""
+    """The effective configuration. ``level``/``listen`` are command-line overrides (checked
+    first: a bad one is a :class:`CommandLineError`)."""
     env = os.environ if env is None else env
+    if level is not None:
+        check_level(level, CommandLineError)
+    if listen is not None:
+        try:
+            parse_listen(listen)
+        except ConfigError as exc:
+            raise CommandLineError(str(exc)) from None
     file = path if path else None
     if file is None:
         e = env.get("CAVEMAN_CONFIG")
         file = e if not _blank(e) else None
+    named = file is not None  # a file the user named must exist
     if file is None:
         home = env.get("CAVEMAN_HOME") or os.path.join(os.path.expanduser("~"), ".caveman")
         file = os.path.join(home, "caveman.yaml")
@@ -140,6 +213,8 @@ def load(
             raw = fh.read()
         read = file
     except FileNotFoundError:
+        if named:
+            raise ConfigError(f"config {file}: no such file") from None
         raw = None
     except OSError as exc:
         raise ConfigError(f"config {file}: {exc.strerror or exc}") from None
@@ -156,14 +231,19 @@ def load(
         if not isinstance(loaded, dict):
             raise ConfigError(f"config {file}: expected a mapping at the top level")
         doc = loaded
+    _check_keys(file, "", doc, KEYS)
 
     cfg = Config(path=read)
-    cfg.level = normalise_level(doc.get("toolschema_strip"))
+    v = doc.get("toolschema_strip")
+    if v is False:
+        v = "off"  # YAML reads a bare `off` as false
+    if v is not None:
+        cfg.level = check_level(v, where=f"config {file}: toolschema_strip: ")
     e = env.get("CAVEMAN_TOOLSCHEMA_STRIP")
     if not _blank(e):
-        cfg.level = normalise_level(e)
+        cfg.level = check_level(e, where="CAVEMAN_TOOLSCHEMA_STRIP: ")
     if level is not None:
-        cfg.level = normalise_level(level)
+        cfg.level = level
 
     lab = doc.get("label")
     if isinstance(lab, str) and lab.strip():
@@ -176,12 +256,16 @@ def load(
     if not isinstance(providers, dict):
         raise ConfigError(f"config {file}: providers must be a mapping")
     for name, entry in providers.items():
+        if name in OTHER_PROVIDERS:
+            continue  # the reference gateway's, not routed by this proxy
         if name not in DEFAULT_UPSTREAMS:
-            continue  # other providers are not routed by this proxy
+            raise ConfigError(f"config {file}: unknown provider {'providers.' + str(name)!r} "
+                              f"({_hint(name, tuple(DEFAULT_UPSTREAMS))})")
         if entry is None:
             continue
         if not isinstance(entry, dict):
             raise ConfigError(f"config {file}: providers.{name} must be a mapping")
+        _check_keys(file, f"providers.{name}.", entry, PROVIDER_KEYS)
         if "base_url" in entry:
             cfg.upstreams[name] = _check_base_url(name, entry["base_url"])
 
