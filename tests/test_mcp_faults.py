@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -202,6 +203,150 @@ def test_line_without_final_newline(env, tmp_path):
     assert p.returncode == 0
     assert p.stdout == payload
     assert_clean(p.stderr)
+
+
+class Reader:
+    """Our stdout, read on a thread into one buffer; ``wait_for(n)`` waits for ``n`` bytes."""
+
+    def __init__(self, stream) -> None:
+        self.data = bytearray()
+        self.cond = threading.Condition()
+        self.eof = False
+        self.thread = threading.Thread(target=self._run, args=(stream,), daemon=True)
+        self.thread.start()
+
+    def _run(self, stream) -> None:
+        while chunk := stream.read1(1 << 20):
+            with self.cond:
+                self.data += chunk
+                self.cond.notify_all()
+        with self.cond:
+            self.eof = True
+            self.cond.notify_all()
+
+    def wait_for(self, n: int, timeout: float = 60) -> bool:
+        with self.cond:
+            return self.cond.wait_for(lambda: len(self.data) >= n or self.eof, timeout) and \
+                len(self.data) >= n
+
+
+# A server that answers a tools/list with one line of __SIZE__ bytes, written in 1 MiB pieces
+# and not ended until the client's next request: meanwhile the line is all the client can get.
+# Then its newline, the response to that request (from the file argv[1]) and exit at EOF.
+LONG_LINE_SERVER = """
+import os, sys
+head = b'{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"big","description":"'
+tail = b'"}]}}'
+size = __SIZE__
+sys.stdin.buffer.readline()
+os.write(1, head)
+body = size - len(head) - len(tail)
+while body > 0:
+    body -= os.write(1, b"x" * min(body, 1 << 20))
+line = sys.stdin.buffer.readline()
+os.write(1, tail + b"\\n" + open(sys.argv[1], "rb").read().replace(b"__ID__", b"2"))
+sys.stdin.buffer.read()
+"""
+
+
+def test_line_longer_than_the_bound_streams_through(env, tmp_path):
+    """A server line past the 64 MiB bound (the engine's input limit) is not held whole: it
+    reaches the client before the server ends it, byte for byte, and the next list is still
+    rewritten."""
+    from caveman_engine.limits import MAX_INPUT
+
+    size = MAX_INPUT + (1 << 20)
+    (tmp_path / "tools").write_bytes(TOOLS_RESPONSE)
+    server = [PY, "-c", LONG_LINE_SERVER.replace("__SIZE__", str(size)), str(tmp_path / "tools")]
+    p = subprocess.Popen(proxy(*server), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, env=env)
+    try:
+        out = Reader(p.stdout)
+        p.stdin.write(REQ)
+        p.stdin.flush()
+        # all but the last 5 bytes, which the server holds back until the next request
+        assert out.wait_for(size - 5, timeout=60), f"{len(out.data)} of {size} bytes before the end"
+        p.stdin.write(REQ.replace(b'"id":1', b'"id":2'))
+        p.stdin.close()
+        err = p.stderr.read()
+        assert p.wait(60) == 0
+    finally:
+        p.kill()
+    out.thread.join(30)
+    data = bytes(out.data)
+    big, tools_line, tail = data.split(b"\n")
+    assert len(big) == size and big.endswith(b"x" * 1000 + b'"}]}}') and tail == b""
+    assert big.startswith(b'{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"big",')
+    assert json.loads(tools_line)["result"]["_meta"][META_HANDLE].startswith("ccr_")
+    assert err.decode().splitlines() == [
+        f"caveman-engine mcp: a server line is longer than {MAX_INPUT} bytes: forwarded as it "
+        "comes, unchanged"]
+
+
+def _hwm_kib(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="reads VmHWM from /proc")
+def test_memory_stays_bounded_past_max_line(env, tmp_path):
+    """With --max-line 1 MiB, a 256 MiB server line passes through a middleware whose peak
+    memory stays far below the line's size."""
+    size = 256 << 20
+    (tmp_path / "tools").write_bytes(TOOLS_RESPONSE)
+    server = [PY, "-c", LONG_LINE_SERVER.replace("__SIZE__", str(size)), str(tmp_path / "tools")]
+    p = subprocess.Popen(proxy(*server, options=("--max-line", str(1 << 20))),
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         env=env)
+    try:
+        out = Reader(p.stdout)
+        p.stdin.write(REQ)
+        p.stdin.flush()
+        assert out.wait_for(size - 5, timeout=120)
+        hwm = _hwm_kib(p.pid)
+        p.stdin.write(REQ.replace(b'"id":1', b'"id":2'))
+        p.stdin.close()
+        err = p.stderr.read()
+        assert p.wait(60) == 0
+    finally:
+        p.kill()
+    out.thread.join(30)
+    assert hwm < 128 * 1024, f"peak {hwm} KiB"
+    assert len(out.data.split(b"\n")[0]) == size
+    assert err.decode().splitlines() == [
+        "caveman-engine mcp: a server line is longer than 1048576 bytes: forwarded as it comes,"
+        " unchanged"]
+
+
+def test_client_line_longer_than_the_bound_is_not_held(env, tmp_path):
+    """With --retrieve-tool, client lines are held until complete (a caveman_retrieve call is
+    answered, not forwarded); one longer than --max-line goes on to the server as it comes."""
+    record = tmp_path / "received"
+    server = ("import os, sys\n"
+              "got = bytearray()\n"
+              "told = False\n"
+              "while chunk := os.read(0, 1 << 20):\n"
+              "    got += chunk\n"
+              "    if not told and len(got) >= 2 << 20:\n"
+              "        os.write(1, b'{\"jsonrpc\":\"2.0\",\"method\":\"notifications/got\"}\\n')\n"
+              "        told = True\n"
+              "open(sys.argv[1], 'wb').write(got)\n")
+    peer = RawPeer(proxy(PY, "-c", server, str(record),
+                         options=("--retrieve-tool", "--max-line", str(1 << 20))), env=env)
+    long_line = b"a" * (3 << 20)
+    peer.send(long_line)
+    peer.wait_for(lambda m: m.get("method") == "notifications/got", timeout=30)
+    call = (b'{"jsonrpc":"2.0","id":"r","method":"tools/call","params":{"name":'
+            b'"caveman_retrieve","arguments":{"handle":"ccr_00000000000000000000000000000000"}}}\n')
+    ping = b'{"jsonrpc":"2.0","id":2,"method":"ping"}\n'
+    peer.send(b"\n" + call + ping)
+    answer = json.loads(peer.wait_for(lambda m: m.get("id") == "r"))
+    assert peer.close() == 0
+    assert answer["result"]["isError"] is True
+    assert record.read_bytes() == long_line + b"\n" + ping
+    assert bytes(peer.stderr).decode().splitlines() == [
+        "caveman-engine mcp: a client line is longer than 1048576 bytes: forwarded as it comes,"
+        " not looked at"]
 
 
 # --------------------------------------------------------------------------- framing & ids

@@ -1,4 +1,5 @@
-"""``caveman-engine mcp [--type T] [--fields F,...] [--retrieve-tool] -- COMMAND [ARGS...]``."""
+"""``caveman-engine mcp [--type T] [--fields F,...] [--retrieve-tool] [--max-line BYTES] --
+COMMAND [ARGS...]``."""
 
 from __future__ import annotations
 
@@ -6,9 +7,11 @@ import sys
 
 import click
 
+from ..limits import MAX_INPUT
+
 USAGE = (
     "usage: caveman-engine mcp [--type <tool-schema type>] [--fields description,...] "
-    "[--retrieve-tool] -- COMMAND [ARGS...]"
+    "[--retrieve-tool] [--max-line BYTES] -- COMMAND [ARGS...]"
 )
 
 
@@ -54,8 +57,18 @@ def parse_fields(value: str | None) -> tuple[str, ...]:
     is_flag=True,
     help="Add a caveman_retrieve tool (handle, optional query) answered from the store.",
 )
+@click.option(
+    "--max-line",
+    type=click.IntRange(min=1),
+    default=MAX_INPUT,
+    show_default=True,
+    metavar="BYTES",
+    help="Longest line held whole to be looked at (the engine's input limit by default); a "
+    "longer one is forwarded as it comes, unchanged.",
+)
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
-def mcp_command(tool_type: str, fields: str | None, retrieve_tool: bool, command: tuple[str, ...]):
+def mcp_command(tool_type: str, fields: str | None, retrieve_tool: bool, max_line: int,
+                command: tuple[str, ...]):
     if not command:
         click.echo(USAGE, err=True)
         sys.exit(2)
@@ -79,6 +92,7 @@ def mcp_command(tool_type: str, fields: str | None, retrieve_tool: bool, command
         tool_type=tool_type,
         fields=parse_fields(fields),
         retrieve_tool=retrieve_tool,
+        max_line=max_line,
     )
     sys.stdout.flush()
     sys.exit(code)
