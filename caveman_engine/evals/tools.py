@@ -10,9 +10,10 @@ leaves the catalog as it is), and compared with the original on three counts:
 * **valid calls**: each ground-truth call validated (``jsonschema``, 2020-12 unless the schema
   says otherwise) against its tool's input schema in the original and in the rewritten catalog.
   The two must agree; any disagreement is listed and makes the command exit 1;
-* **tool choice**: a grader picks one tool for the question from each catalog. ``top-1`` is the
-  share of cases whose pick is one of the expected tools; ``flips`` counts cases whose pick
-  changed (``lost``: right before, wrong after; ``gained``: the reverse).
+* **tool choice**: each grader (lexical BM25, semantic embeddings, or a model) picks one tool
+  for the question from each catalog. ``top-1`` is the share of cases whose pick is one of the
+  expected tools; ``flips`` counts cases whose pick changed (``lost``: right before, wrong
+  after; ``gained``: the reverse), per grader.
 
 Exit 0, 1 when a rewrite changes the validity of a ground-truth call, 2 for bad input or usage.
 """
@@ -393,7 +394,8 @@ def tools_command(datasets, types, grader, model, fmt, limit) -> None:
     DATASET is a BFCL category (simple, multiple, parallel, parallel_multiple and their live_
     variants; bfcl for all eight; read from the installed bfcl-eval package), a BFCL data
     directory or question file, or a JSONL file of {"catalog", "query", "expected_tool"[,
-    "arguments"]}. Default: bfcl. The llm grader reads CAVEMAN_EVALS_BASE_URL and
+    "arguments"]}. Default: bfcl. The semantic grader needs wordllama (pip install
+    'caveman-engine[evals]'); the llm grader reads CAVEMAN_EVALS_BASE_URL and
     CAVEMAN_EVALS_API_KEY. Exit 1 when a rewrite changes a ground-truth call's validity.
 
     \b
