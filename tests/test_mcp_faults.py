@@ -266,6 +266,7 @@ def test_line_longer_than_the_bound_streams_through(env, tmp_path):
         p.stdin.flush()
         # all but the last 5 bytes, which the server holds back until the next request
         assert out.wait_for(size - 5, timeout=60), f"{len(out.data)} of {size} bytes before the end"
+        hwm = _hwm_kib(p.pid) if os.path.exists("/proc/self/status") else 0
         p.stdin.write(REQ.replace(b'"id":1', b'"id":2'))
         p.stdin.close()
         err = p.stderr.read()
@@ -278,6 +279,8 @@ def test_line_longer_than_the_bound_streams_through(env, tmp_path):
     assert len(big) == size and big.endswith(b"x" * 1000 + b'"}]}}') and tail == b""
     assert big.startswith(b'{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"big",')
     assert json.loads(tools_line)["result"]["_meta"][META_HANDLE].startswith("ccr_")
+    # measured 97 MiB: at most one bound's worth is held (held whole, it was 354 MiB)
+    assert hwm < 160 * 1024, f"peak {hwm} KiB"
     assert err.decode().splitlines() == [
         f"caveman-engine mcp: a server line is longer than {MAX_INPUT} bytes: forwarded as it "
         "comes, unchanged"]

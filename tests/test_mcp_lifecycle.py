@@ -178,6 +178,24 @@ def test_server_ignoring_stdin_eof_is_stopped(env):
             " stopping it") in lines, lines
 
 
+def test_server_closing_stdout_and_staying_is_stopped(env):
+    """Nothing more can come from a server that closed its stdout: after stdin EOF it gets the
+    same 5 s, not forever."""
+    code = ("import os, sys, time\n"
+            "sys.stdin.buffer.readline()\n"
+            "os.write(1, b'{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\\n')\n"
+            "os.close(1)\n"
+            "sys.stdin.buffer.read()\n"
+            "time.sleep(60)\n")
+    peer = RawPeer([console_script(), "mcp", "--", PY, "-c", code], env=env)
+    assert peer.request("ping") == b'{"jsonrpc":"2.0","id":1,"result":{}}'
+    tree = descendants(peer.proc.pid)
+    t0 = time.monotonic()
+    assert stop(peer, tree, "eof") == 143
+    assert 4 < time.monotonic() - t0 < 12
+    peer.close()
+
+
 def test_sdk_client_closing_the_session(env):
     """The official SDK closes stdin, waits 2 s, then SIGTERMs the middleware's process group
     and SIGKILLs it 2 s later: the middleware has stopped its server's tree in that time."""

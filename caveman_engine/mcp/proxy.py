@@ -281,6 +281,7 @@ class Proxy:
         self._fatal_numbers: set[int] = set()
         self.last_server_read = time.monotonic()
         self.reading = False
+        self.server_out_closed = False  # the server's stdout reached EOF
 
     # ------------------------------------------------------------------ main
 
@@ -385,8 +386,10 @@ class Proxy:
         silent for EOF_GRACE_SECONDS and keeps running is stopped."""
         while not self.exited.is_set():
             now = time.monotonic()
-            # quiet: waiting for server output (not for a slow client to take ours)
-            since = max(closed_at, self.last_server_read) if self.reading else now
+            # quiet: waiting for server output (not for a slow client to take ours), or no
+            # more output can come
+            quiet = self.reading or self.server_out_closed
+            since = max(closed_at, self.last_server_read) if quiet else now
             left = EOF_GRACE_SECONDS - (now - since)
             if left <= 0:
                 _warn(f"the server is still running {EOF_GRACE_SECONDS:g} s after the client "
@@ -629,6 +632,7 @@ class Proxy:
                 streaming = True
         if partial:
             self._server_line(bytes(partial), b"")
+        self.server_out_closed = True
 
     def _server_line(self, line: bytes, end: bytes) -> None:
         rewritten = None
