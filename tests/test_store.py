@@ -266,7 +266,9 @@ def test_malformed_handles_never_reach_sql(store_dir):
 
 def test_retrieve_cli_errors(cli):
     r = cli("retrieve")
-    assert (r.returncode, r.stderr) == (1, b"usage: caveman-engine retrieve <handle> [query]\n")
+    assert (r.returncode, r.stderr) == (  # a usage error since the CLI rules of issue 26
+        2, b"caveman-engine retrieve: missing HANDLE (usage: caveman-engine retrieve HANDLE"
+           b" [QUERY])\n")
     r = cli("retrieve", "ccr_00000000000000000000000000000000")
     assert (r.returncode, r.stderr) == (1, b"retrieve: ccr: recovery handle not found\n")
     r = cli("retrieve", "not a handle!")
