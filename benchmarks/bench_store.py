@@ -15,6 +15,13 @@ Rows:
 * CLI compress: one ``caveman-engine compress`` process per call (start-up included).
 * 8 writers: N processes, each compress+store of its own inputs (and 1 in 4 shared ones),
   released together; originals stored per second over the whole run.
+
+``--sizes`` (only this table, no PostgreSQL): SQLite ``store.put`` latency with 1k, 10k and
+100k originals already stored (small distinct originals, filled into temporary files with
+plain INSERTs, which the budget counter's triggers count; the fill is not timed), median and
+p95 of ``--size-n`` puts of new 3 KB originals per size, taken in turns across the sizes, and
+the ratio of the median to 1k's; "before" is the same put with the budget read the old way
+(``SUM(LENGTH(…))`` over both tables, ``Store._scan_used``; the triggers still run).
 """
 
 from __future__ import annotations
@@ -93,6 +100,73 @@ def bench_cli(where: str, n: int, tag: str, env: dict) -> tuple[float, float]:
     return percentiles(times)
 
 
+def _fill(path: str, upto: int, start: int) -> None:
+    """Stored originals ``start``..``upto``-1: ~120-byte distinct logs, one transaction."""
+    import sqlite3
+
+    from caveman_engine.store import handle_for
+
+    rows = []
+    for i in range(start, upto):
+        data = b"2026-05-01T12:00:00Z INFO fill id=%08d path=/api/v1/items status=200 " % i * 2
+        rows.append((handle_for(data), "2026-05-01T12:00:00Z", "log", "log", 30, 3, data))
+    c = sqlite3.connect(path)
+    with c:
+        c.executemany("INSERT INTO recoveries (handle, created_at, content_type, compressor,"
+                      " tokens_before, tokens_after, original) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                      rows)
+    c.close()
+
+
+def bench_sizes(work: Path, n: int, levels=(1_000, 10_000, 100_000), chunk: int = 10) -> dict:
+    """put latency (ms, median and p95) per number of stored originals, now and before. One
+    file per size, filled first; then the puts go round the sizes and both budget reads in
+    chunks of ``chunk``, so a slow moment of the disk (fsync on a shared machine) falls on
+    every column alike instead of on one."""
+    from caveman_engine.store import Store
+
+    stores = {}
+    for level in levels:
+        path = str(work / f"sizes-{level}.db")
+        Store(path).close()
+        _fill(path, level, 0)
+        for label in ("after", "before"):
+            s = Store(path)
+            if label == "before":
+                s._used = lambda repair=False, s=s: s._scan_used()  # the old budget read
+            for i in range(5):  # warm the page cache
+                s.put(b"warm %s %d %d " % (label.encode(), level, i) * 200, content_type="log",
+                      compressor="log", tokens_before=9, tokens_after=1)
+            stores[label, level] = s
+    times: dict = {key: [] for key in stores}
+    for r in range(0, n, chunk):
+        for key, s in stores.items():
+            label, level = key
+            for i in range(r, min(n, r + chunk)):
+                data = b"put %s %d %d " % (label.encode(), level, i) * 200
+                t = time.perf_counter()
+                s.put(data, content_type="log", compressor="log", tokens_before=9,
+                      tokens_after=1)
+                times[key].append(time.perf_counter() - t)
+    out: dict = {}
+    for (label, level), s in stores.items():
+        s.close()
+        out.setdefault(label, {})[level] = percentiles(times[label, level])
+    return out
+
+
+def print_sizes(sizes: dict) -> None:
+    levels = list(sizes["after"])
+    print(f"\nSQLite store.put (3 KB) by originals already stored, {os.cpu_count()} cores (ms)")
+    print(f"{'stored':>8}{'after p50':>11}{'p95':>8}{'x 1k':>7}{'before p50':>12}{'p95':>8}"
+          f"{'x 1k':>7}")
+    base = {k: sizes[k][levels[0]][0] for k in sizes}
+    for level in levels:
+        (a50, a95), (b50, b95) = sizes["after"][level], sizes["before"][level]
+        print(f"{level:>8}{a50:>11.3f}{a95:>8.3f}{a50 / base['after']:>7.2f}"
+              f"{b50:>12.3f}{b95:>8.3f}{b50 / base['before']:>7.2f}")
+
+
 WORKER = r"""
 import sys, time
 sys.path.insert(0, sys.argv[4])
@@ -138,10 +212,23 @@ def main() -> None:
     ap.add_argument("--writers", type=int, default=8)
     ap.add_argument("--per-writer", type=int, default=150)
     ap.add_argument("--pg-url", help="an existing server (default: start a throw-away one)")
+    ap.add_argument("--sizes", action="store_true",
+                    help="only the put latency by store size (1k, 10k, 100k originals)")
+    ap.add_argument("--size-n", type=int, default=300, help="puts per store size")
     args = ap.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="bench-store-"))
     os.chmod(work, 0o700)
+    if args.sizes:
+        import shutil
+
+        try:
+            sizes = bench_sizes(work, args.size_n)
+            print_sizes(sizes)
+            print(json.dumps({"put_by_size_ms": sizes}), file=sys.stderr)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        return
     os.environ["CAVEMAN_CACHE_DIR"] = str(work)
     os.environ.pop("CAVE_ENGINE_TOON", None)
     env = dict(os.environ)

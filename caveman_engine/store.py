@@ -17,7 +17,12 @@ existing files and the ``-wal``/``-shm`` sidecars are tightened to 0600 (SQLite 
 sidecars with the database file's mode, so they are never readable by others).
 
 Budget (ccr_spec §7): originals may use at most ``CAVEMAN_CCR_MAX_BYTES`` (default 512 MiB);
-at the cap new writes fail with :class:`BudgetExceeded` and nothing is ever evicted.
+at the cap new writes fail with :class:`BudgetExceeded` and nothing is ever evicted. The bytes
+used are one row (``ccr_usage``, beside the reference's tables) that triggers keep in step with
+every write (``store/0003_usage_counter.sql``), so a put never sums the store.
+
+Credentials: :func:`redact` is the one function every store location or error passes through
+before it is shown (a PostgreSQL URL's password, ``password=`` values, ``PGPASSWORD``).
 """
 
 from __future__ import annotations
