@@ -16,9 +16,10 @@ Threads:
 
 The server leads a session (and process group) of its own, so that a terminal's ^C reaches it
 once, through us, and so that the whole tree a launcher such as ``npx`` starts (npm, a shell,
-node) can be stopped together: every way out (the server exits, stdin EOF, SIGINT, SIGTERM,
-SIGHUP, another fatal signal, our stdout failing) ends with the group signalled, SIGTERM, then
-SIGKILL ``STOP_GRACE_SECONDS`` later, until it is empty. On Linux the direct child also gets
+node) can be stopped together: every way out (the server exits; stdin EOF, then a server that
+stays silent for ``EOF_GRACE_SECONDS``; SIGINT, SIGTERM, SIGHUP or another fatal signal; our
+stdout failing) ends with the group signalled, then SIGTERM, then SIGKILL, each
+``STOP_GRACE_SECONDS`` apart while anything of it is left. On Linux the direct child also gets
 SIGTERM when we die by SIGKILL (``PR_SET_PDEATHSIG``).
 
 Lines are held whole only up to ``max_line`` bytes (default: the engine's 64 MiB input limit);
@@ -62,6 +63,7 @@ STOP_GRACE_SECONDS = 1.0
 # stopped (the client's own shutdown sequence, for a client that went away without one).
 EOF_GRACE_SECONDS = 5.0
 PR_SET_PDEATHSIG = 1
+KILL = getattr(signal, "SIGKILL", signal.SIGTERM)  # Windows has no SIGKILL (TerminateProcess)
 
 
 def _grow_pipe(fd: int) -> None:
@@ -98,16 +100,28 @@ def _death_signal():
 
 class ServerGroup:
     """The server's process group (its id is the server's pid), signalled as a whole. Once a
-    signal finds it empty it is never signalled again, since its id may then be reused."""
+    signal finds it empty it is never signalled again, since its id may then be reused. Where
+    there are no process groups (Windows), only the server's own process is signalled."""
 
-    def __init__(self, pgid: int) -> None:
-        self.pgid = pgid
+    def __init__(self, proc: subprocess.Popen) -> None:
+        self.proc = proc
+        self.pgid = proc.pid
         self.gone = False
 
     def signal(self, signum: int) -> bool:
         """Send ``signum`` (0: only look); False when nothing of the group is left."""
         if self.gone:
             return False
+        if not hasattr(os, "killpg"):
+            if self.proc.returncode is not None:
+                self.gone = True
+                return False
+            if signum:
+                try:
+                    self.proc.send_signal(signum)
+                except OSError:
+                    pass
+            return True
         try:
             os.killpg(self.pgid, signum)
         except ProcessLookupError:
@@ -304,11 +318,11 @@ class Proxy:
             detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             _warn(f"cannot start {self.argv[0]}: {detail}")
             return 1
-        self.group = ServerGroup(self.proc.pid)
+        self.group = ServerGroup(self.proc)
         try:
             rc = self._serve()
         except BaseException:
-            self.group.signal(signal.SIGKILL)  # never leave the server behind
+            self.group.signal(KILL)  # never leave the server behind
             raise
         if self.fatal is not None:
             # the server is stopped: now die by the signal, as its sender expects
@@ -368,7 +382,7 @@ class Proxy:
 
     @staticmethod
     def _escalate(group: ServerGroup, first: int) -> None:
-        for signum in (signal.SIGTERM, signal.SIGKILL):
+        for signum in (signal.SIGTERM, KILL):
             if signum == first:
                 continue
             if group.wait_empty(STOP_GRACE_SECONDS):
