@@ -9,8 +9,9 @@ has fewer tokens, and stores the exact original span in the recovery store befor
 rewrite). The proxy adds only "strictly shorter in bytes" (the reference's rule) and the splice.
 
 Results are cached by (level, catalog bytes): agents resend the same catalog every turn, so a
-repeated catalog costs one dict lookup and always gets the same bytes (the provider's prompt
-cache keeps hitting). Deterministic declines are cached too; store failures are not.
+repeated catalog costs one dict lookup and one read of the store (in a worker thread: its
+original must still be there) and always gets the same bytes (the provider's prompt cache
+keeps hitting). Deterministic declines are cached too; store failures are not.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict, deque
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 log = logging.getLogger("caveman_engine.proxy")
@@ -48,8 +50,9 @@ LEVER_ORDER = (
 
 
 RECENT = 4
-# How often a cached rewrite re-checks that its original is still in the store.
-STORE_CHECK_SECONDS = 1.0
+STORE_WORKERS = 4  # threads for the store and the engine; the event loop never waits on them
+STORE_BACKLOG = 64  # store calls waiting for a thread at most; past that, forward as sent
+STORE_RETRY_SECONDS = 1.0  # after the store failed or was late, rewrites pause this long
 
 
 @dataclass(frozen=True)
@@ -60,22 +63,31 @@ class Rewritten:
 
 class Rewriter:
     """Rewrites catalogs for one level against one engine. Thread-safe; the asyncio entry point
-    runs cache misses in a worker thread so the event loop never waits on the tokenizer or
-    SQLite."""
+    runs every store call and every cache miss in its own worker threads, so the event loop
+    never waits on the tokenizer, SQLite or PostgreSQL, and waits for the store at most
+    ``store_timeout`` seconds.
+
+    A cached rewrite is served only after the store was asked, for that request, whether it
+    still holds the original (a purge or a wipe may have removed it): a handle we send always
+    retrieves. When the store cannot answer in time (an outage), the catalog goes as sent and
+    rewrites pause for :data:`STORE_RETRY_SECONDS`."""
 
     def __init__(self, engine, level: str, *, max_entries: int = 256,
-                 max_bytes: int = 64 * 1024 * 1024) -> None:
+                 max_bytes: int = 64 * 1024 * 1024, store_timeout: float = 2.0) -> None:
         self.engine = engine
         self.level = level
         self.content_type = LEVEL_TYPES.get(level)
         self.lever = LEVER_IDS.get(level)
+        self.store_timeout = store_timeout
         self._cache: OrderedDict[bytes, Rewritten | None] = OrderedDict()
         self._cache_bytes = 0
-        self._checked: dict[str, float] = {}  # handle -> when its original was last seen
         self._max_entries = max_entries
         self._max_bytes = max_bytes
         self._lock = threading.Lock()
         self._inflight: dict[bytes, asyncio.Future] = {}
+        self._pool: ThreadPoolExecutor | None = None
+        self._backlog = 0  # store calls submitted and not finished
+        self._paused_until = 0.0  # monotonic time before which the store is not asked
         # the catalogs of the last requests, newest first: catalog.extract() tries them first
         self.recent: deque[bytes] = deque(maxlen=RECENT)
         self.engine_calls = 0  # how many catalogs actually went through the engine
@@ -92,35 +104,39 @@ class Rewriter:
 
         return registry.compressor(self.content_type) is not None
 
-    def cached(self, catalog: bytes) -> tuple[bool, Rewritten | None]:
+    def _lookup(self, catalog: bytes) -> tuple[bool, Rewritten | None]:
+        """The cache alone (no store call)."""
         with self._lock:
             if catalog not in self._cache:
                 return False, None
             self._cache.move_to_end(catalog)
-            value = self._cache[catalog]
-        if value is not None and not self._still_stored(catalog, value):
-            with self._lock:
-                if self._cache.get(catalog) is value:
-                    del self._cache[catalog]
-                    self._cache_bytes -= len(catalog) + len(value.catalog)
-            return False, None
-        return True, value
+            return True, self._cache[catalog]
 
-    def _still_stored(self, catalog: bytes, value: Rewritten) -> bool:
-        """A handle we send must retrieve: at most once a second per catalog, check that the
-        original is still in the store (someone may have purged or wiped it)."""
-        now = time.monotonic()
-        if now - self._checked.get(value.handle, -STORE_CHECK_SECONDS) < STORE_CHECK_SECONDS:
-            return True
+    def _forget(self, catalog: bytes, value: Rewritten) -> None:
+        with self._lock:
+            if self._cache.get(catalog) is value:
+                del self._cache[catalog]
+                self._cache_bytes -= len(catalog) + len(value.catalog)
+
+    def still_stored(self, catalog: bytes, value: Rewritten) -> bool | None:
+        """Whether the store holds ``catalog`` under the handle (False: gone; None: the store
+        could not say). Blocking: a worker thread's call."""
+        from ..store import NotFound
+
         try:
-            ok = self.engine.store.get(value.handle) == catalog
-        except Exception:
-            ok = False
-        if ok:
-            self._checked[value.handle] = now
-        else:
-            self._checked.pop(value.handle, None)
-        return ok
+            return self.engine.store.get(value.handle) == catalog
+        except NotFound:
+            return False
+        except Exception:  # unreachable, locked, broken: not an answer
+            return None
+
+    def cached(self, catalog: bytes) -> tuple[bool, Rewritten | None]:
+        """The cache, a rewrite only once the store confirmed its original (blocking)."""
+        hit, value = self._lookup(catalog)
+        if value is not None and not self.still_stored(catalog, value):
+            self._forget(catalog, value)
+            return False, None
+        return hit, value
 
     def _remember(self, catalog: bytes, value: Rewritten | None) -> None:
         size = len(catalog) + (len(value.catalog) if value else 0)
@@ -136,8 +152,6 @@ class Rewriter:
             ):
                 k, v = self._cache.popitem(last=False)
                 self._cache_bytes -= len(k) + (len(v.catalog) if v else 0)
-                if v is not None:
-                    self._checked.pop(v.handle, None)
 
     def rewrite_sync(self, catalog: bytes) -> Rewritten | None:
         """The rewritten span and its handle, or None (fail closed: forward the original)."""
@@ -156,6 +170,8 @@ class Rewriter:
         if result.error is not None:
             log.warning("proxy: cannot store the original catalog (%s), forwarding it "
                         "unchanged: %s", result.error, result.error_detail)
+            if result.error == "cave_ccr_unavailable":
+                self._pause()
             return None  # not cached: the store may recover
         out = result.output
         if result.recovery_handle is None or out == catalog or len(out) >= len(catalog):
@@ -183,16 +199,60 @@ class Rewriter:
                 pass
             recent.appendleft(catalog)
 
+    def _pause(self) -> None:
+        if time.monotonic() >= self._paused_until:
+            log.warning("proxy: the recovery store did not answer; catalogs go as sent for "
+                        "%.0f s", STORE_RETRY_SECONDS)
+        self._paused_until = time.monotonic() + STORE_RETRY_SECONDS
+
+    def _submit(self, fn, *args) -> asyncio.Future | None:
+        """``fn(*args)`` in a store thread, or None when too many calls already wait."""
+        if self._backlog >= STORE_BACKLOG:
+            return None
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(STORE_WORKERS, thread_name_prefix="caveman-store")
+        self._backlog += 1
+        fut = asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
+        fut.add_done_callback(self._done)
+        return fut
+
+    def _done(self, _fut) -> None:
+        self._backlog -= 1
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
+
     async def rewrite(self, catalog: bytes) -> Rewritten | None:
         self.seen(catalog)
-        hit, value = self.cached(catalog)
+        hit, value = self._lookup(catalog)
+        if hit and value is None:
+            return None  # a decline: deterministic, nothing stored to check
+        if time.monotonic() < self._paused_until:
+            return None
         if hit:
-            return value
+            fut = self._submit(self.still_stored, catalog, value)
+            if fut is None:
+                return None
+            try:
+                async with asyncio.timeout(self.store_timeout):
+                    ok = await fut
+            except TimeoutError:
+                ok = None
+            if ok:
+                return value
+            if ok is None:
+                self._pause()
+                return None
+            self._forget(catalog, value)  # purged: made and stored again below
         # A miss runs once in a worker thread, however many requests bring the same new
         # catalog at once; a request that goes away (cancelled) leaves the work to the others.
         fut = self._inflight.get(catalog)
         if fut is None:
-            fut = asyncio.get_running_loop().run_in_executor(None, self.rewrite_sync, catalog)
+            fut = self._submit(self.rewrite_sync, catalog)
+            if fut is None:
+                return None
             self._inflight[catalog] = fut
             fut.add_done_callback(lambda _f, c=catalog: self._inflight.pop(c, None))
         return await asyncio.shield(fut)

@@ -295,13 +295,12 @@ class _Connection(RequestHandler):
         self._header_timer = None
         if self._messages or self._request_in_progress or self.transport is None:
             return
-        transport = self.transport
-        self.force_close()
         try:
-            transport.write(_raw_error(408, "Request Timeout", "cave_request_timeout",
-                                       "The request headers did not arrive in time."))
+            self.transport.write(_raw_error(408, "Request Timeout", "cave_request_timeout",
+                                            "The request headers did not arrive in time."))
         except Exception:
             pass
+        self.force_close()
 
     def data_received(self, data: bytes) -> None:
         if self._header_timer is None and not self._request_in_progress \
@@ -383,7 +382,7 @@ class Proxy:
                  retry_sleeps: tuple[float, ...] = RETRY_SLEEPS) -> None:
         self.config = config
         self.ledger = ledger if ledger is not None else Ledger()
-        self.rewriter = Rewriter(engine, config.level)
+        self.rewriter = Rewriter(engine, config.level, store_timeout=config.store_timeout)
         self.retry_sleeps = retry_sleeps
         self._client: aiohttp.ClientSession | None = None
         self._urls: dict[tuple[str, str, str], URL] = {}
@@ -525,6 +524,7 @@ class Proxy:
         )
 
     async def _stop(self) -> None:
+        self.rewriter.close()
         if self._client is not None:
             await self._client.close()
         if self._eager_loop is not None:
@@ -706,7 +706,10 @@ class Proxy:
             resp = self._error(408, "cave_request_timeout",
                                f"The request body did not arrive within "
                                f"{self.config.body_timeout:g} s.", rid, trace, extra)
-            resp.force_close()
+            # sent and the connection closed now: no lingering read of a body that stalls
+            await resp.prepare(request)
+            await resp.write_eof()
+            request.protocol.force_close()
             return resp
         if body is None:
             resp = self._error(413, "cave_request_too_large",
