@@ -5,9 +5,14 @@ the proxy forwards. Two ways in, one usage reader:
 
 * identity-encoded SSE (``text/event-stream``): parsed line by line as the chunks pass, so a
   stream of any length costs one partial line of memory and ``message_start`` is never lost;
-* anything else (JSON, NDJSON, gzip/deflate/zstd bodies): a side buffer capped at 2 MiB (over
-  the cap only the last 1 MiB is kept), decoded and parsed at the end: as one JSON document if
-  it is one, else line by line as SSE/NDJSON.
+* anything else (JSON, NDJSON): a side buffer capped at 2 MiB (over the cap only the last
+  1 MiB is kept), parsed at the end: as one JSON document if it is one, else line by line as
+  SSE/NDJSON.
+
+gzip and deflate bodies are decoded as they pass, 256 KiB at a time and at most 2 side
+buffers' worth (4 MiB) in all, into the same two readers; a zstd body is kept compressed
+(within the cap) and decoded at the end under the same bound. Nothing is decoded past the
+bound: an answer that inflates without end costs one slice of memory.
 
 Usage objects: ``usage``, ``usageMetadata``, ``message.usage``, ``response.usage``,
 ``response.usageMetadata``; values merge by maximum across events. Anthropic
@@ -160,52 +165,105 @@ def scan_document(data: bytes, acc: Usage) -> None:
             scan_line(line, acc)
 
 
-def _decode(data: bytes, encoding: str) -> bytes | None:
-    enc = encoding.strip().lower()
-    if enc in ("", "identity"):
-        return data
+# A compressed answer is decoded up to 2 side buffers' worth (4 MiB): past one side buffer only
+# its tail is read anyway.
+DECODE_MAX_FACTOR = 2
+DECODE_STEP = 256 * 1024  # and at most this much at a time (one slice in memory)
+_ZLIB = ("gzip", "x-gzip", "deflate")
+
+
+class _Inflater:
+    """gzip / deflate decoded as the chunks pass, in bounded slices: at most ``limit`` bytes
+    come out in all, so a small answer that inflates without end (a "gzip bomb") costs one
+    slice of memory and ``limit`` bytes of work, then is left undecoded. ``deflate`` is the
+    zlib format, or raw deflate when its first bytes say otherwise (as servers send both)."""
+
+    def __init__(self, encoding: str, limit: int) -> None:
+        self.raw_fallback = encoding == "deflate"
+        self._d = zlib.decompressobj(16 + zlib.MAX_WBITS if encoding != "deflate"
+                                     else zlib.MAX_WBITS)
+        self._head = b""  # the input before any output, for the raw-deflate retry
+        self.left = limit
+        self.failed = False
+
+    def feed(self, data: bytes, out) -> None:
+        if self.failed or self.left <= 0 or self._d.eof:
+            return
+        if self.raw_fallback:
+            self._head += data
+        try:
+            piece = self._d.decompress(data, min(DECODE_STEP, self.left))
+            while True:
+                if piece:
+                    self.raw_fallback = False
+                    self._head = b""
+                    self.left -= len(piece)
+                    out(piece)
+                tail = self._d.unconsumed_tail
+                if not tail or self.left <= 0:
+                    return
+                piece = self._d.decompress(tail, min(DECODE_STEP, self.left))
+        except zlib.error:
+            if self.raw_fallback:
+                self.raw_fallback = False
+                self._d = zlib.decompressobj(-zlib.MAX_WBITS)
+                head, self._head = self._head, b""
+                self.feed(head, out)
+            else:
+                self.failed = True
+
+
+def _unzstd(data: bytes, limit: int, out) -> None:
+    """A zstd body (kept compressed, within the side buffer's cap) decoded at the end, at
+    most ``limit`` bytes, a slice at a time."""
+    import io
+
     try:
-        if enc in ("gzip", "x-gzip"):
-            return zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(data, 64 * SCAN_MAX)
-        if enc == "deflate":
-            try:
-                return zlib.decompressobj().decompress(data, 64 * SCAN_MAX)
-            except zlib.error:
-                return zlib.decompressobj(-zlib.MAX_WBITS).decompress(data, 64 * SCAN_MAX)
-        if enc == "zstd":
-            try:
-                from compression import zstd  # Python 3.14+
-            except ImportError:
-                try:
-                    import zstandard
-                except ImportError:
-                    return None
-                return zstandard.ZstdDecompressor().decompressobj().decompress(data)
-            return zstd.decompress(data)
+        try:
+            from compression import zstd  # Python 3.14+
+        except ImportError:
+            import zstandard
+
+            reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(data))
+        else:
+            reader = zstd.ZstdFile(io.BytesIO(data))
+        while limit > 0:
+            piece = reader.read(min(DECODE_STEP, limit))
+            if not piece:
+                return
+            limit -= len(piece)
+            out(piece)
     except Exception:
-        return None
-    return None
+        return
 
 
 class UsageScanner:
     def __init__(self, content_type: str = "", content_encoding: str = "",
                  max_bytes: int | None = None) -> None:
-        self.encoding = content_encoding or ""
-        self.streaming = (
-            self.encoding.strip().lower() in ("", "identity")
-            and content_type.split(";")[0].strip().lower() == "text/event-stream"
-        )
+        self.encoding = (content_encoding or "").strip().lower()
+        if self.encoding == "identity":
+            self.encoding = ""
+        self.streaming = content_type.split(";")[0].strip().lower() == "text/event-stream"
         self.usage = Usage()
         self._partial = bytearray()
         self._skipping = False  # inside an over-long line
         self._buf = bytearray()
         self._overflowed = False
         self._max = max_bytes if max_bytes is not None else scan_max()
+        self._inflater = _Inflater(self.encoding, DECODE_MAX_FACTOR * self._max) \
+            if self.encoding in _ZLIB else None
+        self._raw = bytearray() if self.encoding and self._inflater is None else None
+        self._decoded = self._feed_lines if self.streaming else self._keep
 
     def feed(self, chunk: bytes) -> None:
-        if self.streaming:
-            self._feed_lines(chunk)
-            return
+        if not self.encoding:
+            self._decoded(chunk)
+        elif self._inflater is not None:
+            self._inflater.feed(chunk, self._decoded)
+        elif len(self._raw) <= self._max:  # zstd (or unknown): kept as sent, up to the cap
+            self._raw += chunk
+
+    def _keep(self, chunk: bytes) -> None:
         self._buf += chunk
         if len(self._buf) > self._max:
             self._overflowed = True
@@ -241,6 +299,10 @@ class UsageScanner:
                 self._skipping = True
 
     def finish(self) -> Usage:
+        if self._raw is not None:
+            raw, self._raw = bytes(self._raw), None
+            if self.encoding == "zstd" and len(raw) <= self._max:
+                _unzstd(raw, DECODE_MAX_FACTOR * self._max, self._decoded)
         if self.streaming:
             if self._partial and not self._skipping:
                 scan_line(bytes(self._partial), self.usage)
@@ -248,9 +310,6 @@ class UsageScanner:
             return self.usage
         data = bytes(self._buf)
         self._buf = bytearray()
-        if self._overflowed and self.encoding.strip().lower() not in ("", "identity"):
-            return self.usage  # the tail of a compressed stream cannot be decoded
-        decoded = _decode(data, self.encoding)
-        if decoded:
-            scan_document(decoded, self.usage)
+        if data:
+            scan_document(data, self.usage)
         return self.usage
