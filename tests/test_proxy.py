@@ -525,7 +525,8 @@ def test_client_disconnect_mid_stream_closes_the_upstream(harness):
     body = _anthropic_body(b"[]")
     port = int(h.proxy_url.rsplit(":", 1)[1])
     with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
-        s.sendall(b"POST /v1/messages HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        s.sendall(b"POST /v1/messages HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                  b"Content-Type: application/json\r\n"
                   b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
         got = b""
         t = time.monotonic()
@@ -604,7 +605,7 @@ def test_expect_100_continue_is_answered_before_the_body(harness):
     h = harness("annotations")
     port = int(h.proxy_url.rsplit(":", 1)[1])
     body = _anthropic_body(b'[{"name":"x","input_schema":{"title":"T","type":"object"}}]')
-    head = (b"POST /v1/messages HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    head = (b"POST /v1/messages HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
             b"Connection: close\r\nExpect: 100-continue\r\n"
             b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n")
     early, rest = _raw_exchange(port, head, body)
@@ -775,7 +776,8 @@ def test_client_disconnect_before_the_answer_cancels_the_upstream_call(harness):
     body = _anthropic_body(b'[{"name":"x","input_schema":{"title":"T","type":"object"}}]')
     port = int(h.proxy_url.rsplit(":", 1)[1])
     with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
-        s.sendall(b"POST /v1/messages HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        s.sendall(b"POST /v1/messages HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                  b"Content-Type: application/json\r\n"
                   b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
         deadline = time.monotonic() + 5
         while not h.fake.received and time.monotonic() < deadline:
