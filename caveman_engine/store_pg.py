@@ -148,6 +148,9 @@ def connection_params(url: str) -> dict[str, str]:
     except psycopg.Error as exc:
         raise StoreError(
             f'invalid PostgreSQL URL "{mask_url(url)}": {_one_line(str(exc), url)}') from None
+    except UnicodeDecodeError:  # psycopg decodes every value libpq parsed as UTF-8
+        raise StoreError(f'invalid PostgreSQL URL "{mask_url(url)}": a percent-encoded value'
+                         " is not UTF-8") from None
     params.setdefault("connect_timeout", str(DEFAULT_CONNECT_TIMEOUT))
     params.setdefault("tcp_user_timeout", str(DEFAULT_TCP_USER_TIMEOUT_MS))
     params.setdefault("application_name", "caveman-engine")
