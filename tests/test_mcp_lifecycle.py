@@ -213,9 +213,8 @@ def test_sdk_client_closing_the_session(env):
                 async with ClientSession(r, w) as s:
                     await s.initialize()
                     listed = await s.list_tools()
-                    [middleware] = [int(p) for p in os.listdir("/proc") if p.isdigit()
-                                    and (_stat(int(p)) or (0,))[0] == os.getpid()
-                                    and b"caveman-engine" in open(f"/proc/{p}/cmdline", "rb").read()]
+                    [middleware] = [pid for (pid, _), cmd in descendants(os.getpid()).items()
+                                    if "caveman-engine mcp" in cmd]
                     seen.update(descendants(middleware))
                     return [t.name for t in listed.tools]
 
