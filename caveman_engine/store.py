@@ -1653,6 +1653,11 @@ def _export_dir(store, dest, entries, names, force, warn) -> ExportResult:
                     except FileExistsError:
                         raise ExportError(f"export: {dst} exists (use --force to overwrite)"
                                           ) from None
+                    except OSError:  # no hard links here: check, then rename
+                        if os.path.lexists(dst):
+                            raise ExportError(f"export: {dst} exists (use --force to "
+                                              "overwrite)") from None
+                        os.rename(src, dst)
                 moved.append(dst)
             _fsync_dir(dest)
         except OSError as exc:

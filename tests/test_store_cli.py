@@ -518,3 +518,27 @@ def test_a_failed_tar_export_leaves_nothing(store_dir, tmp_path, cli_env):
     r = _export_with_file_limit(cli_env, out / "backup.tar", 36_000)
     assert (r.returncode, r.stdout) == (1, b"") and b"File too large" in r.stderr, r.stderr
     assert os.listdir(out) == []
+
+
+def test_a_directory_export_without_hard_links(store_dir, tmp_path, monkeypatch):
+    """A file system without hard links (os.link fails with EPERM): the staged files are
+    renamed into place instead, still never over an existing one."""
+    from caveman_engine import store as ccr
+
+    populate(store_dir / "ccr.db")
+
+    def no_links(*args, **kw):
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(os, "link", no_links)
+    dest = tmp_path / "out"
+    with Store(str(store_dir / "ccr.db")) as s:
+        result = ccr.export_originals(s, str(dest))
+        assert result.count == 6 and len(os.listdir(dest)) == 6 + 1 + 1
+        with pytest.raises(ccr.ExportError, match="exists"):
+            ccr.export_originals(s, str(dest))
+        (dest / "manifest.jsonl").unlink()
+        with pytest.raises(ccr.ExportError, match="exists"):  # the clash is found first
+            ccr.export_originals(s, str(dest))
+    assert len(os.listdir(dest)) == 6 + 1  # nothing added, no staging directory left
+    assert not [n for n in os.listdir(dest) if n.startswith(".")]
