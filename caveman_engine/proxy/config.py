@@ -10,7 +10,15 @@ YAML key                       environment                          default
 ``providers.<p>.base_url``     –                                    the provider's public API
 ``listen``                     ``CAVEMAN_PROXY_LISTEN``             ``127.0.0.1:8787``
 ``upstream_timeout``           ``CAVEMAN_PROXY_UPSTREAM_TIMEOUT``   600 (seconds between bytes)
+``allowed_hosts``              ``CAVEMAN_PROXY_ALLOWED_HOSTS``      none (loopback names only)
+``allowed_origins``            ``CAVEMAN_PROXY_ALLOWED_ORIGINS``    none (web pages refused)
+``header_timeout``             ``CAVEMAN_PROXY_HEADER_TIMEOUT``     10 (seconds)
+``body_timeout``               ``CAVEMAN_PROXY_BODY_TIMEOUT``       60 (seconds)
+``max_connections``            ``CAVEMAN_PROXY_MAX_CONNECTIONS``    256
+``store_timeout``              ``CAVEMAN_PROXY_STORE_TIMEOUT``      2 (seconds)
 =============================  ===================================  =========================
+
+The two allowlists are YAML lists, or comma-separated in the environment.
 
 The level is one of :data:`LEVELS`, spelled exactly; anything else (``max``, ``Annotations``,
 `` annotations``) is an error that names the closest level: a typo must not start a proxy that

@@ -454,7 +454,7 @@ class Proxy:
         h = request.headers
         if "origin" in h or "sec-fetch-site" in h or "sec-fetch-mode" in h:
             return False
-        if h.get("host") not in self._hosts_ok:
+        if h.get("host") not in self._hosts_ok and not self._host_allowed(h.get("host")):
             return False
         proto = request.protocol
         uid = getattr(proto, "peer_uid", False)  # once per connection
