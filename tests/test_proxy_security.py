@@ -25,7 +25,7 @@ from tests.conftest import console_script
 from tests.fixtures.proxy.harness import Harness
 from tests.fixtures.proxy.rawhttp import post, request
 
-from .pg import pg_server, pg_url  # noqa: F401 - fixtures
+from .pg import PASSWORD, pg_server, pg_url  # noqa: F401 - fixtures
 
 ENV_KEY = "sk-ant-envkey-Sekr1t-0123456789"
 CLIENT_KEY = "sk-ant-client-Sekr1t-9876543210"
@@ -497,6 +497,7 @@ def test_a_postgresql_outage_never_stalls_the_proxy(start, pg_server, pg_url):  
         time.sleep(0.5)
     assert r.header("x-caveman-toolschema-recovery-handle") == \
         first.header("x-caveman-toolschema-recovery-handle")
+    assert PASSWORD.encode() not in proxy.stderr()
 
 
 # -- item 7: a rewrite is never served once its original is gone

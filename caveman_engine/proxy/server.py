@@ -195,19 +195,21 @@ _CREDENTIAL = re.compile(
     r"(?:(?:bearer|basic|token)\s+)?[^\s'\",;\\]+"
     r"|((?:set-)?cookie" + _NAME + r"[^\r\n'\"\\]+"
     r"|\b(?:sk|rk|pk)-[A-Za-z0-9_\-]{6,}|\bAIza[0-9A-Za-z_\-]{10,}"
-    r"|\bbearer\s+[^\s'\",;\\]+")
+    r"|\bbearer\s+[^\s'\",;\\]+"
+    r"|(://[^/\s:@'\"]*:)[^/\s@'\"]+(?=@)")  # the password of a URL
 ENV_KEYS = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY")
 REDACTED = "[redacted]"
 
 
 def redact(text: str) -> str:
-    """``text`` with every credential header's value, every string shaped like a provider key
-    and the proxy's own environment keys replaced by ``[redacted]``."""
+    """``text`` with every credential header's value, every string shaped like a provider key,
+    the password of any URL and the proxy's own environment keys replaced by ``[redacted]``."""
     for var in ENV_KEYS:
         key = os.environ.get(var)
         if key and len(key) >= 8 and key in text:
             text = text.replace(key, REDACTED)
-    return _CREDENTIAL.sub(lambda m: (m.group(1) or m.group(2) or "") + REDACTED, text)
+    return _CREDENTIAL.sub(lambda m: (m.group(1) or m.group(2) or m.group(3) or "") + REDACTED,
+                           text)
 
 
 class _RedactFilter(logging.Filter):
