@@ -211,12 +211,14 @@ SQLite store under a ccr_… handle that `retrieve` gives back byte for byte.
 
 \b
 Examples:
-  caveman-engine compress --type toolschema tools.json > tools.min.json
+  caveman-engine compress --type toolschema examples/tools.json > tools.min.json
   caveman-engine retrieve ccr_1ee03a6d8fe3ec67fc5409c847cf129e > tools.json
 
 Exit codes: 0 success (a pass-through is a success), 1 error, 2 usage error, 3 `verify`
-found no difference but lacks evidence for some tool, 130 interrupted. Shell completion:
-eval "$(_CAVEMAN_ENGINE_COMPLETE=bash_source caveman-engine)" (zsh_source, fish_source).
+found no difference but lacks evidence for some tool, 130 interrupted; a reader that stops
+early (| head) ends a command quietly by SIGPIPE (141), as it ends cat. Every rule: docs/cli.md.
+Shell completion: eval "$(_CAVEMAN_ENGINE_COMPLETE=bash_source caveman-engine)" (zsh_source,
+fish_source).
 """
 
 
