@@ -258,6 +258,8 @@ MALFORMED = [
     b"\r\n\r\n",
     b"POST /v1/messages HTTP/1.1\r\nHost: 127.0.0.1\r\nx-goog-api-key: " + CLIENT_KEY.encode() +
     b"\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}",
+    b"POST /v1/messages HTTP/1.1\r\nHost: 127.0.0.1\r\nx-api-key: " + CLIENT_KEY.encode() +
+    b"A" * 9000 + b"\r\nContent-Length: 2\r\n\r\n{}",
 ]
 
 

@@ -280,6 +280,7 @@ class _Connection(RequestHandler):
         manager = self._manager
         if manager is not None and len(manager._connections) >= self._limits.max_connections:
             self._manager = None  # never registered: connection_lost has nothing to undo
+            self._force_close = True  # and nothing it may still receive is parsed
             log.warning("proxy: %d connections open, refusing one more",
                         len(manager._connections))
             transport.write(_raw_error(503, "Service Unavailable", "cave_too_many_connections",
