@@ -153,8 +153,8 @@ def _proc_address(ip: str, port: int) -> str | None:
 def peer_uid(peer, ours) -> int | None:
     """The user id owning the other end of a loopback TCP connection from ``peer`` to
     ``ours`` (Linux: the socket in /proc/net/tcp{,6} whose local address is the peer's and
-    whose remote address is ours); -1 when it is not found; None where the system does not
-    tell."""
+    whose remote address is ours); -1 when it is not found; None on other systems, which do
+    not tell."""
     if not sys.platform.startswith("linux"):
         return None
     local, remote = _proc_address(peer[0], peer[1]), _proc_address(ours[0], ours[1])
@@ -164,7 +164,7 @@ def peer_uid(peer, ours) -> int | None:
         with open("/proc/net/tcp6" if ":" in peer[0] else "/proc/net/tcp", "rb") as fh:
             table = fh.read().decode("ascii", "replace")
     except OSError:
-        return None
+        return -1  # Linux always tells: a table we cannot read vouches for no one
     for line in table.splitlines()[1:]:
         f = line.split()
         if len(f) > 7 and f[1] == local and f[2] == remote:
