@@ -43,7 +43,7 @@ SAFETY_CLASS = "S4"
 # compression would see.
 PRE_RULES = ("markdown_emphasis",)
 MAX_RULES = ("desc_whitespace", "markdown_emphasis", "mcp_hints", "branch_descriptions", "restated_facts",
-             "float_format")
+             "float_format", "defs_factor")
 # Telegraphic rules, after the prose shrink (they also clean up what it refused): words that
 # carry no meaning in a description or only restate the schema. They run in one walk
 # (:func:`caveman_engine.catalog.rules._telegraph.apply_tree`), sentence by sentence in this
