@@ -62,6 +62,29 @@ CAVEMAN_CLIENT = frozenset((UPSTREAM_KEY, "x-cave-workflow", "x-cave-retention")
 PROVIDER_KEY = {"anthropic": ("x-api-key", ""), "openai": ("authorization", "Bearer "),
                 "gemini": ("x-goog-api-key", "")}
 RESEND_4XX = (400, 422)  # a rewritten body refused as such: the original bytes are sent once
+NAME_CACHE = 1024  # distinct request header spellings kept classified
+# what a request header is, by its name: forwarded, a credential (forwarded), not forwarded,
+# x-cave-* (not forwarded), a Caveman client's, its x-cave-upstream-key
+_H_FORWARD, _H_CREDENTIAL, _H_SKIP, _H_CAVE, _H_CAVEMAN, _H_UPSTREAM_KEY = range(6)
+_names: dict[str, tuple[int, str, str]] = {}  # name as sent -> (kind, name to send, lowercase)
+_spelling: dict[str, str] = {}  # lowercase name -> the one spelling it is sent with
+
+
+def _header_name(name: str) -> tuple[int, str, str]:
+    """What a request header name is, and the spelling to send it with: the first one seen
+    for that name, so that two spellings of one name in a request (``x-custom``/``X-Custom``)
+    go as one name, every value kept (aiohttp's client keeps a repeated name's values only
+    when they are spelt alike). Cached: clients send the same names on every request."""
+    lk = name.lower()
+    if lk.startswith("x-cave"):
+        kind = _H_UPSTREAM_KEY if lk == UPSTREAM_KEY else _H_CAVEMAN if lk in CAVEMAN_CLIENT \
+            else _H_CAVE
+    elif lk in NOT_FORWARDED:
+        kind = _H_SKIP
+    else:
+        kind = _H_CREDENTIAL if lk in CREDENTIALS else _H_FORWARD
+    entry = _names[name] = (kind, _spelling.setdefault(lk, name), lk)
+    return entry
 _SLUG = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
 _HEX32 = re.compile(r"[0-9a-f]{32}")
 
@@ -600,34 +623,37 @@ class Proxy:
         the provider's own credential header and its Authorization (the Caveman key) is
         dropped."""
         h: CIMultiDict[str] = CIMultiDict()
+        add = h.add
         inbound = request.headers
-        named = frozenset()
+        named = None
         if "connection" in inbound:
             named = {t.strip().lower() for v in inbound.getall("connection")
                      for t in v.split(",") if t.strip()}
-        caveman = False
+        if len(_names) >= NAME_CACHE:  # between requests: a request's names share spellings
+            _names.clear()
+            _spelling.clear()
+        known = _names.get
+        caveman = credential = False
         upstream_key = None
-        spelling: dict[str, str] = {}
         for k, v in inbound.items():
-            lk = k.lower()
-            if lk.startswith("x-cave"):
-                if lk in CAVEMAN_CLIENT:
-                    caveman = True
-                    if lk == UPSTREAM_KEY and v.strip():
-                        upstream_key = v.strip()
-                continue
-            if lk in NOT_FORWARDED or lk in named:
-                continue
-            # a repeated name keeps its first spelling: aiohttp's client keeps every value of
-            # a name only when it is spelt the same
-            h.add(spelling.setdefault(lk, k), v)
+            kind, name, lk = known(k) or _header_name(k)
+            if kind <= _H_CREDENTIAL:
+                if named is None or lk not in named:
+                    add(name, v)
+                    credential = credential or kind == _H_CREDENTIAL
+            elif kind >= _H_CAVEMAN:
+                caveman = True
+                if kind == _H_UPSTREAM_KEY and v.strip():
+                    upstream_key = v.strip()
         if caveman:
             for name in CREDENTIALS:
                 h.popall(name, None)
+            credential = False
             if upstream_key is not None:
                 name, prefix = PROVIDER_KEY[provider]
                 h[name] = prefix + upstream_key
-        if not any(name in h for name in CREDENTIALS) and self._may_use_env_key(request):
+                credential = True
+        if not credential and self._may_use_env_key(request):
             if provider == "anthropic" and os.environ.get("ANTHROPIC_API_KEY"):
                 h["x-api-key"] = os.environ["ANTHROPIC_API_KEY"]
             elif provider == "openai" and os.environ.get("OPENAI_API_KEY"):
