@@ -154,8 +154,15 @@ LONG_LEAD = ("Creates a new record in the table you name, with the fields you pa
 
 
 def test_the_lead_is_kept_whole_however_long():
-    text = LONG_LEAD + " It is stored at once, in the table's own region. The id must be unique."
+    text = LONG_LEAD + " It is stored at once. It goes to the table's own region. The id must be unique."
     assert sentences.select(text) == LONG_LEAD + " The id must be unique."
+
+
+def test_up_to_three_sentences_lose_only_boilerplate_and_notes():
+    text = LONG_LEAD + " It is stored at once, in the table's own region. Optional."
+    assert sentences.select(text) == LONG_LEAD + " It is stored at once, in the table's own region."
+    assert sentences.select(text, frozenset({"it is stored at once in the table s own region"})) == LONG_LEAD
+    assert sentences.select(text + " It goes to a region.") == LONG_LEAD  # four: selected
 
 
 @pytest.mark.parametrize("sentence", [
@@ -171,7 +178,7 @@ def test_instruction_sentences_are_kept(sentence):
 
 
 def test_no_empty_description_and_optional_lead():
-    text = "Optional. " + LONG_LEAD + " Some background that is not needed here for anything."
+    text = "Optional. " + LONG_LEAD + " Some background. Not needed here for anything."
     assert sentences.select(text) == LONG_LEAD
     only_notes = "Optional. " + "Background that says nothing more at all, " * 4 + "really."
     assert sentences.select(only_notes) == "Background that says nothing more at all, " * 4 + "really."

@@ -362,9 +362,10 @@ def test_corpus_median_and_total():
     assert median >= MEDIAN_TARGET
 
 
-# issue 13 asked 25 %; whole sentences instead of the 80-byte lead cap (issue 25) measure 24.6 %
+# issue 13 asked 25 %; whole sentences instead of the 80-byte lead cap, short descriptions of up
+# to three sentences kept whole and BFCL's float note kept (issue 25) measure 21.5 %
 # (docs/catalog.md): the median catalogs are terse ones where little else can go.
-MEDIAN_TARGET = 0.24
+MEDIAN_TARGET = 0.21
 
 
 @pytest.mark.parametrize("path", FILES + [MONGODB, AGENT], ids=lambda p: p.name)

@@ -20,8 +20,9 @@ units are kept or dropped whole, never shortened:
   tool descriptions of the catalog, and at least :data:`BOILERPLATE_MIN` of them, that is no
   instruction) and every other unit; fenced code goes unless it is the only content.
 
-A description of at most :data:`SMALL` bytes is kept whole (as ``toolschema`` does); a
-description is never left empty when it had content.
+A description of at most :data:`SMALL` bytes is kept whole (as ``toolschema`` does), one of
+at most :data:`FEW` units and :data:`MEDIUM` bytes loses only boilerplate and "Optional."
+notes; a description is never left empty when it had content.
 """
 
 from __future__ import annotations
@@ -31,6 +32,10 @@ from collections import Counter
 from typing import Iterable
 
 SMALL = 160
+# A description of at most FEW units and MEDIUM bytes is kept whole too: there, every sentence
+# says something of its own (measured on BFCL, see docs/catalog.md).
+FEW = 3
+MEDIUM = 600
 # Boilerplate: a unit in at least this share of a catalog's tool descriptions, and in at least
 # BOILERPLATE_MIN of them (measured on the corpus: see docs/catalog.md).
 BOILERPLATE_SHARE = 0.25
@@ -257,15 +262,16 @@ def _owners(us: list[tuple[str, str]], hashed: list[bool], colon: list[bool]) ->
     return out
 
 
-def select(text: str, shared: frozenset[str] = frozenset(), small: int = SMALL) -> str:
+def select(text: str, shared: frozenset[str] = frozenset(), small: int | None = None) -> str:
     """``text`` with whole units only: the lead, every instruction, headings of kept list
     items; catalog boilerplate (``shared``) and the rest dropped (see the module doc)."""
     t = text.strip()
-    if len(t.encode("utf-8")) <= small:
+    if len(t.encode("utf-8")) <= (SMALL if small is None else small):
         return t
     us = units(t)
     if len(us) <= 1:
         return t
+    few = len(us) <= FEW and len(t.encode("utf-8")) <= MEDIUM
     keep = [False] * len(us)
     code = [u.lstrip().startswith(("```", "~~~")) for _, u in us]
     hashed = [_HEADING.match(u) is not None for _, u in us]
@@ -288,6 +294,9 @@ def select(text: str, shared: frozenset[str] = frozenset(), small: int = SMALL) 
         if keep[i] or code[i] or hashed[i]:
             continue
         if _is_optional_note(u):
+            continue
+        if few:  # a short description: every unit but boilerplate and notes
+            keep[i] = not (normal(u) in shared and not is_instruction(u))
             continue
         if colon[i]:
             continue  # a heading: kept below when something under it is

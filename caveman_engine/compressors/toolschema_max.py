@@ -10,15 +10,16 @@ enum, ``required``, ``const`` and non-null ``default`` survives.
    part of ``toolschema-safe``): whitespace normalised again after the cut, Markdown bold
    markers dropped (``markdown_emphasis``), MCP hints equal to the specification's defaults
    (``mcp_hints``), descriptions repeated down unions, items and members said once
-   (``branch_descriptions``), sentences restating the type, the default or optionality
-   (``restated_facts``) — annotations only, never a constraint sentence — and ``format:
-   "float"``/``"double"`` on a number, not a JSON Schema format (``float_format``);
+   (``branch_descriptions``), sentences restating the default or optionality
+   (``restated_facts``) — annotations only, never a constraint sentence —, ``format:
+   "float"``/``"double"`` on a number, not a JSON Schema format (``float_format``), and a
+   subschema repeated inside a schema written once under its definitions (``defs_factor``);
 4. description prose shrunk sentence by sentence (:mod:`caveman_engine.catalog.prose_guard`):
    articles and fillers go, constraint sentences lose at most articles, identifiers, numbers,
    paths, URLs and code never change;
 5. the telegraphic rules (:data:`POST_RULES`, one walk): openers that only restate the slot or
-   the type ("Specifies the", "A list of", "Flag indicating whether" → "Whether"), "This
-   function" before the verb of a tool description, the auxiliary before a participle ("is
+   the type ("Specifies the", "A list of", "Flag indicating whether" → "Whether"), the
+   auxiliary before a participle ("is
    held" → "held"), "specified"/"given"/"provided" before their noun, shorter stock phrases
    ("such as" → "like", "if not provided" → "if omitted"), and the articles step 4 left.
    Literals, protected names and every constraint word stay (see
@@ -49,8 +50,9 @@ MAX_RULES = ("desc_whitespace", "markdown_emphasis", "mcp_hints", "branch_descri
 # (:func:`caveman_engine.catalog.rules._telegraph.apply_tree`), sentence by sentence in this
 # order; ``echo_description`` (a safe rule) then runs again on the schemas they changed: a
 # description they reduced to its property's name goes, as a second compression would drop it.
-POST_RULES = ("slot_verbs", "restated_type", "self_reference", "copula", "filler_adjectives",
-              "phrases", "articles")
+# ``self_reference`` ("This function retrieves" → "Retrieves") is not run: on BFCL it cost a
+# lexical pick for almost no token (docs/catalog.md).
+POST_RULES = ("slot_verbs", "restated_type", "copula", "filler_adjectives", "phrases", "articles")
 
 # Last of all, once the prose is final: the full stop that ends a description goes.
 FINAL_RULES = ("final_period",)

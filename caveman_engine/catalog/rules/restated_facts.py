@@ -3,14 +3,15 @@
 
 Removed, each only when the schema says the same thing itself:
 
-* a sentence "This is a float type value." (BFCL's note, any JSON/Gorilla type name) when the
-  node's ``type``/``format`` is that type;
 * a sentence "Default is X." / "Defaults to X." / "Default: X." / "The default value is X.",
   or a parenthetical "(default: X)" / "(defaults to X)", when the node's ``default`` is X
   (quotes and backticks around X ignored; ``default: null`` never matches);
 * on a property that is not ``required``: the marker "(optional)", a sentence "Optional." /
   "This field is optional.", a leading "Optional:" / "Optional." / "Optional -", and a
   non-standard ``"optional": true`` keyword.
+
+BFCL's "This is a float type value." stays, though ``type`` says it: dropping it from every
+number parameter moved BFCL's tool choice (both graders lost picks; docs/catalog.md).
 
 A sentence that states a constraint (the ``toolschema`` CONSTRAINT regex: must, only, at most,
 maximum, format…) is never removed, nor any part of it. What remains keeps its bytes; a
@@ -24,19 +25,8 @@ import re
 from .. import schema as js
 
 NAME = "restated_facts"
-SUMMARY = "Drop description sentences that restate the type, the default or optionality"
+SUMMARY = "Drop description sentences that restate the default or optionality"
 
-# Type words → the JSON Schema types (or formats) they name.
-TYPE_WORDS = {
-    "float": {"number", "float", "double"}, "double": {"number", "float", "double"},
-    "number": {"number"}, "numeric": {"number"},
-    "integer": {"integer"}, "int": {"integer"}, "long": {"integer"},
-    "string": {"string"}, "str": {"string"},
-    "boolean": {"boolean"}, "bool": {"boolean"},
-    "array": {"array"}, "list": {"array"},
-    "object": {"object"}, "dict": {"object"}, "dictionary": {"object"},
-}
-_TYPE_NOTE = re.compile(r"This is an? ([A-Za-z]+) type value\.?", re.IGNORECASE)
 _Q = r"[`'\"]?"
 _DEFAULT_SENTENCE = re.compile(
     r"(?:The\s+)?(?:Default(?:\s+value)?\s+is|Defaults?\s+to|Default\s*:|Default\s+value\s*:)\s+"
@@ -49,14 +39,6 @@ _OPTIONAL_SENTENCE = re.compile(
     r"\(?(?:Optional|This (?:field|parameter|argument|value|param) is optional"
     r"|This is (?:an? )?optional (?:field|parameter|argument|value|param))\)?\.?", re.IGNORECASE)
 _OPTIONAL_LEAD = re.compile(r"Optional(?:\s*[.:]|\s+-)\s+(?=[A-Za-z])")
-
-
-def _types(node: dict) -> set[str]:
-    out = set(js.type_set(node.get("type")) or [])
-    f = node.get("format")
-    if isinstance(f, str):
-        out.add(f.lower())
-    return out
 
 
 def _default_text(node: dict) -> str | None:
@@ -83,7 +65,6 @@ def _clean(desc: str, node: dict, optional: bool) -> str:
 
     parts = pieces(desc)
     default = _default_text(node)
-    types = _types(node)
     keep: list[str] = []
     for k, part in enumerate(parts):
         if k % 2 == 1:
@@ -92,10 +73,6 @@ def _clean(desc: str, node: dict, optional: bool) -> str:
         s = part.strip()
         if not s or _constraint(s):
             keep.append(part)
-            continue
-        m = _TYPE_NOTE.fullmatch(s)
-        if m and TYPE_WORDS.get(m.group(1).lower(), {m.group(1).lower()}) & types:
-            keep.append(None)
             continue
         m = _DEFAULT_SENTENCE.fullmatch(s)
         if m and default is not None and m.group("v").strip() == default:
