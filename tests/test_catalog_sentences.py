@@ -214,6 +214,11 @@ def test_list_items_under_an_instruction_heading_and_headings_of_kept_items():
         "## Limits\n\nRows are capped at 500 rows a call.")
 
 
+def test_required_is_no_optional_note():
+    text = LONG_LEAD + " Some context about it. More context about it here. Required."
+    assert sentences.select(text) == LONG_LEAD + " Required."
+
+
 def test_short_descriptions_stay_whole():
     text = "Gets a user. Returns the profile."
     assert sentences.select(text) == text

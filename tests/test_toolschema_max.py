@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from caveman_engine.catalog import envelope, prose_guard, safe
-from caveman_engine.compressors import toolschema, toolschema_max, toolschema_safe
+from caveman_engine.compressors import toolschema_max, toolschema_safe
 from caveman_engine.compressors.toolschema import is_constraint
 
 CORPUS = Path(__file__).parent / "corpus"

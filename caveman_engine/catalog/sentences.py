@@ -63,7 +63,8 @@ _UNIT = re.compile(
     r"rows|pages?|requests?|calls?|px|pixels?|words?)\b", re.IGNORECASE)
 # Base-form verbs that open an instruction ("- Run long servers in the background"); only
 # read at the start of a list item (or after its short "Label:"), where a noun phrase would
-# otherwise stand. Words that are as often nouns there (list, search, filter, limit) are left out.
+# otherwise stand. Words that are more often nouns there (list, search, filter, limit, sort) are
+# left out.
 _IMPERATIVE_VERBS = frozenset("""
 add apply ask batch call check choose close combine commit confirm consider copy create
 delegate delete describe draft enable escape explore express fetch find fix follow generate
@@ -75,7 +76,7 @@ _ITEM_LEAD = re.compile(
     r"[ \t]*(?:[-*+\u2022]|\d{1,3}[.)])[ \t]+(?:[^:\n]{1,40}:[ \t]+)?([A-Za-z]+)")
 _CLAUSE_VERB = re.compile(r"[:;][ \t]+([A-Za-z]+)\b")
 _OPTIONAL = re.compile(
-    r"\(?(?:optional|required|this (?:field|parameter|argument|value|param) is optional)\)?[.:]?",
+    r"\(?(?:optional|this (?:field|parameter|argument|value|param) is optional)\)?[.:]?",
     re.IGNORECASE)
 _LETTER = re.compile(r"[^\W\d_]")
 
@@ -100,9 +101,9 @@ def is_instruction(unit: str) -> bool:
 # --------------------------------------------------------------------------- splitting
 
 def _blocks(text: str) -> list[tuple[str, str, str]]:
-    """``[(separator_before, block, kind)]``: paragraphs (``p``), list items (``li``), tables,
-    code fences and headings (``x``, one unit each). Joining separators and blocks gives
-    ``text`` back."""
+    """``[(separator_before, block, kind)]``: paragraphs (``p``), list items (``li``), tables
+    (``t``), code fences (``x``) and headings (``h``); all but paragraphs are one unit each.
+    Joining separators and blocks gives ``text`` back."""
     lines = text.split("\n")
     out: list[tuple[str, str, str]] = []
     cur: list[str] = []
