@@ -354,8 +354,11 @@ def _cli(args, stdin=b""):
         (["toon", "decode"], b"users[2]{id,name}:\n  1,ana", b"", "toon decode: not valid TOON\n",
          1),
         (["toon", "decode"], b"", b"", "toon decode: not valid TOON\n", 1),
-        (["toon"], b"", b"", "usage: caveman-engine toon encode|decode\n", 1),
-        (["toon", "frob"], b"x", b"", "usage: caveman-engine toon encode|decode\n", 1),
+        # usage errors exit 2 (docs/cli.md: the reference's exit 1 is pinned by no vector)
+        (["toon"], b"", b"",
+         "caveman-engine toon: missing VERB (usage: caveman-engine toon encode|decode [FILE])\n", 2),
+        (["toon", "frob"], b"x", b"",
+         "caveman-engine toon: VERB frob: not one of encode, decode\n", 2),
     ],
 )
 def test_cli(args, stdin, out, err, code):
