@@ -5,10 +5,7 @@ in front of the in-process fake upstream; the handle it returns is retrieved wit
 from __future__ import annotations
 
 import os
-import signal
-import socket
 import subprocess
-import time
 
 import anthropic
 import pytest
@@ -16,13 +13,8 @@ import pytest
 from caveman_engine.proxy import catalog
 from tests.conftest import console_script
 from tests.fixtures.proxy.harness import Harness
+from tests.fixtures.proxy.process import ProxyProcess
 from tests.fixtures.proxy.rawhttp import post, request
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture
@@ -45,33 +37,9 @@ def env(tmp_path, rank_cache_dir):
     return e
 
 
-class Running:
+class Running(ProxyProcess):
     def __init__(self, args, env):
-        self.port = _free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.p = subprocess.Popen([console_script(), "proxy", "--listen", f"127.0.0.1:{self.port}",
-                                   *args], env=env, stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if self.p.poll() is not None:
-                raise AssertionError(f"proxy exited: {self.p.stderr.read()!r}")
-            try:
-                if request(self.url + "/health/ready", method="GET", timeout=1).status == 200:
-                    return
-            except OSError:
-                time.sleep(0.05)
-        raise AssertionError("proxy did not start")
-
-    def stop(self) -> tuple[int, bytes]:
-        if self.p.poll() is None:
-            self.p.send_signal(signal.SIGTERM)
-        try:
-            _, err = self.p.communicate(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.p.kill()
-            _, err = self.p.communicate()
-        return self.p.returncode, err
+        super().__init__(args, env, start_timeout=30)
 
 
 @pytest.fixture

@@ -18,11 +18,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import socket
 import sqlite3
 import subprocess
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -38,7 +36,8 @@ from caveman_engine.store import Store, handle_for
 from tests.conftest import console_script, token_counter
 from tests.fixtures.proxy.fake_upstream import Reply
 from tests.fixtures.proxy.harness import Harness
-from tests.fixtures.proxy.rawhttp import post, request
+from tests.fixtures.proxy.process import ProxyProcess, free_port as _free_port
+from tests.fixtures.proxy.rawhttp import post
 
 CAVE_KEY = "cave_sk_live_service_key_0123456789"
 ANTHROPIC_KEY = "sk-ant-provider-key-abc"
@@ -50,12 +49,6 @@ TOOLS = [{"name": "grep", "description": "Search files.",
                            "properties": {"pattern": {"type": "string", "examples": ["a.*"]}},
                            "required": ["pattern"]}}]
 MESSAGES = [{"role": "user", "content": "hi"}]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture
@@ -79,35 +72,7 @@ def env(tmp_path, rank_cache_dir):
     return e
 
 
-class Running:
-    """``caveman-engine proxy`` as a subprocess, ready once /health/ready answers 200."""
-
-    def __init__(self, args, env):
-        self.port = _free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.p = subprocess.Popen([console_script(), "proxy", "--listen", f"127.0.0.1:{self.port}",
-                                   *args], env=env, stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if self.p.poll() is not None:
-                raise AssertionError(f"proxy exited: {self.p.stderr.read()!r}")
-            try:
-                if request(self.url + "/health/ready", method="GET", timeout=1).status == 200:
-                    return
-            except OSError:
-                time.sleep(0.05)
-        raise AssertionError("proxy did not start")
-
-    def stop(self) -> tuple[int, bytes]:
-        if self.p.poll() is None:
-            self.p.send_signal(signal.SIGTERM)
-        try:
-            _, err = self.p.communicate(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.p.kill()
-            _, err = self.p.communicate()
-        return self.p.returncode, err
+Running = ProxyProcess  # the console script, ready once /health/ready answers 200
 
 
 @pytest.fixture

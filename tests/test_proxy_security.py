@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import signal
 import socket
 import sqlite3
 import subprocess
@@ -23,6 +22,7 @@ from aiohttp import web
 
 from tests.conftest import console_script
 from tests.fixtures.proxy.harness import Harness
+from tests.fixtures.proxy.process import ProxyProcess, free_port as _free_port
 from tests.fixtures.proxy.rawhttp import post, request
 
 from .pg import PASSWORD, pg_server, pg_url  # noqa: F401 - fixtures
@@ -38,35 +38,17 @@ BODY = json.dumps({"model": "m", "max_tokens": 8, "tools": TOOLS,
 PLAIN = b'{"model":"m","max_tokens":8,"messages":[]}'
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Proxy:
-    """The console script on a free port; its stderr goes to a file, readable while it runs."""
+class Proxy(ProxyProcess):
+    """The console script with a config file; its stderr goes to a file, readable while it
+    runs."""
 
     def __init__(self, tmp_path, env, config: str = "", args=()) -> None:
-        self.port = _free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        cfg = tmp_path / f"proxy-{self.port}.yaml"
+        port_tag = len(list(tmp_path.glob("proxy-*.yaml")))
+        cfg = tmp_path / f"proxy-{port_tag}.yaml"
         cfg.write_text(config)
-        self.err_path = tmp_path / f"proxy-{self.port}.err"
+        self.err_path = tmp_path / f"proxy-{port_tag}.err"
         self._err = open(self.err_path, "wb")
-        self.p = subprocess.Popen(
-            [console_script(), "proxy", "--listen", f"127.0.0.1:{self.port}", "--config",
-             str(cfg), *args], env=env, stdout=subprocess.DEVNULL, stderr=self._err)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if self.p.poll() is not None:
-                raise AssertionError(f"proxy exited: {self.stderr()!r}")
-            try:
-                if request(self.url + "/health/ready", method="GET", timeout=1).status == 200:
-                    return
-            except OSError:
-                time.sleep(0.05)
-        raise AssertionError("proxy did not start")
+        super().__init__(["--config", str(cfg), *args], env, stderr=self._err, start_timeout=30)
 
     def stderr(self) -> bytes:
         return self.err_path.read_bytes()
@@ -79,15 +61,9 @@ class Proxy:
         raise AssertionError("no VmHWM")
 
     def stop(self) -> int:
-        if self.p.poll() is None:
-            self.p.send_signal(signal.SIGTERM)
-        try:
-            self.p.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.p.kill()
-            self.p.wait()
+        code, _ = super().stop()
         self._err.close()
-        return self.p.returncode
+        return code
 
 
 @pytest.fixture

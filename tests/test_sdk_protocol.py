@@ -14,16 +14,14 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import socket
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import console_script
 from tests.fixtures.proxy.harness import Harness
+from tests.fixtures.proxy.process import ProxyProcess
 from tests.fixtures.proxy.rawhttp import request
 
 caveman_cloud = pytest.importorskip("caveman_cloud")
@@ -38,13 +36,7 @@ API_RESULTS = ROOT / "conformance" / "general" / "xjson__api_results.json.in"
 MARKER = "[caveman: shortened; exact original via caveman_retrieve handle="
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Proxy:
+class Proxy(ProxyProcess):
     """``caveman-engine proxy`` on a free loopback port, its store under ``home``."""
 
     def __init__(self, home: Path, upstream: str, cache_dir: Path,
@@ -59,21 +51,7 @@ class Proxy:
         cfg = home / "caveman.yaml"
         cfg.write_text(f"providers:\n  anthropic:\n    base_url: {upstream}\n"
                        f"  openai:\n    base_url: {upstream}\n")
-        port = _free_port()
-        self.url = f"http://127.0.0.1:{port}"
-        self.p = subprocess.Popen(
-            [console_script(), "proxy", "--listen", f"127.0.0.1:{port}", "--config", str(cfg)],
-            env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if self.p.poll() is not None:
-                raise AssertionError(f"proxy exited: {self.p.stderr.read()!r}")
-            try:
-                if request(self.url + "/health/ready", method="GET", timeout=1).status == 200:
-                    return
-            except OSError:
-                time.sleep(0.05)
-        raise AssertionError("proxy did not start")
+        super().__init__(["--config", str(cfg)], self.env, start_timeout=30)
 
     def cli(self, *args: str, input: bytes | None = None) -> subprocess.CompletedProcess:
         """The console script on the proxy's store."""
@@ -84,15 +62,6 @@ class Proxy:
         """The engine's token count of ``data``, from a pass-through report of the CLI."""
         return json.loads(self.cli("compress", "--type", "none", input=data).stderr)[
             "tokens_before"]
-
-    def stop(self) -> None:
-        if self.p.poll() is None:
-            self.p.send_signal(signal.SIGTERM)
-        try:
-            self.p.communicate(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.p.kill()
-            self.p.communicate()
 
 
 @pytest.fixture(scope="module")
