@@ -360,21 +360,9 @@ def _pathlib_join(base: str, name: str) -> str:
 
 def _mkdir_all(path: str, mode: int) -> None:
     """``mkdir -p`` like Go's ``os.MkdirAll``: every directory it creates gets ``mode``
-    (``os.makedirs`` gives the missing parents 0777 & ~umask: world-writable under umask 0)."""
-    path = os.path.abspath(path)
-    missing = []
-    while not os.path.isdir(path):
-        missing.append(path)
-        parent = os.path.dirname(path)
-        if parent == path:
-            break
-        path = parent
-    for d in reversed(missing):
-        try:
-            os.mkdir(d, mode)
-        except FileExistsError:
-            if not os.path.isdir(d):
-                raise
+    (``os.makedirs`` gives the missing parents 0777 & ~umask: world-writable under umask 0);
+    on a failure, none of them is left."""
+    _mkdir_tracked(path, mode)
 
 
 # --------------------------------------------------------------------------- file security
