@@ -17,13 +17,11 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import socket
 import sqlite3
 import subprocess
 import threading
 import time
-from pathlib import Path
 
 import anthropic
 import caveman_cloud
@@ -34,6 +32,7 @@ from caveman_engine.engine import Engine
 from caveman_engine.proxy import catalog
 from caveman_engine.store import Store, handle_for
 from tests.conftest import console_script, token_counter
+from tests.fixtures import claude_code
 from tests.fixtures.proxy.fake_upstream import Reply
 from tests.fixtures.proxy.harness import Harness
 from tests.fixtures.proxy.process import ProxyProcess, free_port as _free_port
@@ -484,27 +483,13 @@ def test_bad_level_in_the_environment_exits_1(env):
 # --------------------------------------------------------------------------- Claude Code
 
 
-CLAUDE = Path(__file__).resolve().parent / "npm" / "node_modules" / ".bin" / "claude"
-
-
-def _claude(base_url: str, home: str) -> subprocess.CompletedProcess:
-    e = {"PATH": os.environ.get("PATH", ""), "HOME": home, "ANTHROPIC_BASE_URL": base_url,
-         "ANTHROPIC_API_KEY": "test-key", "DISABLE_AUTOUPDATER": "1",
-         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_TELEMETRY": "1"}
-    return subprocess.run([str(CLAUDE), "-p", "say hi", "--model", "claude-sonnet-4-5"],
-                          env=e, capture_output=True, timeout=180, cwd=home)
-
-
 def test_claude_code_through_the_proxy(upstream, run_proxy, env, tmp_path):
-    if not CLAUDE.exists() or shutil.which("node") is None:
-        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-            pytest.fail(f"Claude Code is not installed at {CLAUDE} (run npm ci in tests/npm)")
-        pytest.skip("Claude Code is not installed in tests/npm (npm ci)")
+    claude_code.require()
     fake = upstream.fake
     home = tmp_path / "cc-home"
     home.mkdir()
     # straight to the fake: the catalog Claude Code sends
-    direct = _claude(upstream.upstream_url, str(home))
+    direct = claude_code.run(upstream.upstream_url, str(home))
     assert direct.returncode == 0, direct.stderr
     first = [r for r in fake.received if catalog.extract(r.body)]
     assert first, "Claude Code sent no tool catalog"
@@ -512,7 +497,7 @@ def test_claude_code_through_the_proxy(upstream, run_proxy, env, tmp_path):
 
     proxy = run_proxy(upstream.upstream_url, "toolschema")
     n = len(fake.received)
-    got = _claude(proxy.url, str(home))
+    got = claude_code.run(proxy.url, str(home))
     assert got.returncode == 0, got.stderr
     assert got.stdout.strip() == b"ok"  # the fake's answer reached Claude Code
     seen = [r for r in fake.received[n:] if catalog.extract(r.body)]
