@@ -136,6 +136,9 @@ def test_whole_of(unit, original, ok):
     ("Intro.\n```\ncode. Here\n```\n| a | b |\n| c | d |\n## Head\nText.",
      ["Intro.", "```\ncode. Here\n```", "| a | b |\n| c | d |", "## Head", "Text."]),
     ("1. one\n2) two\n* three", ["1. one", "2) two", "* three"]),
+    # a closing "**" belongs to its sentence: the bold lead-in is a sentence of its own
+    ("**Don't peek.** A fork's result has a path. Read it.",
+     ["**Don't peek.**", "A fork's result has a path.", "Read it."]),
 ])
 def test_split(text, expected):
     assert sentences.split(text) == expected
@@ -175,6 +178,36 @@ def test_up_to_three_sentences_lose_only_boilerplate_and_notes():
 def test_instruction_sentences_are_kept(sentence):
     text = LONG_LEAD + " Some context about the table follows here. " + sentence + " More context."
     assert sentences.select(text) == LONG_LEAD + " " + sentence
+
+
+@pytest.mark.parametrize("sentence", [
+    "Use the topic parameter to narrow the results.",   # a sentence opening with its verb
+    "Batch several URLs in one call.",
+    "Clearly say which rows you want.",                 # an adverb before the verb
+    "To end the loop, call this tool with stop set.",   # its purpose first
+    "- Briefly describe the change you want",           # a list item, adverb first
+])
+def test_imperative_sentences_are_instructions(sentence):
+    assert sentences.is_instruction(sentence)
+    text = LONG_LEAD + " Some context about the table follows here. " + sentence + " More context."
+    assert sentence in sentences.select(text)
+
+
+@pytest.mark.parametrize("sentence", [
+    "Some context about the table follows here.", "Usually the table is small.",
+    "Uses the cache.", "To the table belong its rows.", "- Images are shown as pictures",
+])
+def test_statements_are_no_instructions(sentence):
+    assert not sentences.is_instruction(sentence)
+
+
+def test_a_nested_list_keeps_its_indentation():
+    text = (LONG_LEAD + " Some context about the table follows here.\n\n"
+            "Steps:\n- Check the table first:\n  - Run the count query\n  - Some sample rows\n"
+            "- Write the rows")
+    assert sentences.select(text) == (
+        LONG_LEAD + "\n\nSteps:\n- Check the table first:\n  - Run the count query\n"
+        "  - Some sample rows\n- Write the rows")
 
 
 def test_no_empty_description_and_optional_lead():
@@ -254,5 +287,53 @@ def test_agent_tools_keep_every_instruction_line():
     assert lost == []
     bash = envelope.iter_tools(after)[0].container["description"]
     assert bash.rstrip(".").endswith("End git commit messages with blank line followed by co-author trailer")
+    count = __import__("caveman_engine.tokens", fromlist=["make_counter"]).make_counter(None).count
+    assert count(toolschema_max.compress(raw)) < count(json.dumps(json.loads(raw), separators=(",", ":")).encode())
+
+
+# ----------------------------------------------------------------------------- Claude Code
+
+# What makes a line of Claude Code's tool descriptions an instruction, by the test's own
+# reading (independent of the selector's rules): an emphasised rule word, or a sentence or list
+# item that opens with "never", "always", "do not", "only", "prefer" or "use".
+_CC_RULE = re.compile(r"\b(?:NEVER|ALWAYS|MUST|IMPORTANT|CRITICAL|DO NOT)\b|"
+                      r"^(?:[-*]\s+|\d+\.\s+)?(?:Never|Always|Do not|Don't|Only|Prefer|Use)\b")
+
+
+@pytest.fixture(scope="module")
+def claude_code_catalog(tmp_path_factory) -> bytes:
+    """The tool catalog the installed Claude Code sends with its first request."""
+    from tests.fixtures import claude_code
+    from tests.fixtures.proxy.harness import Harness
+    from caveman_engine.proxy import catalog
+
+    claude_code.require()
+    h = Harness(proxy=False).start()
+    try:
+        home = tmp_path_factory.mktemp("cc-home")
+        done = claude_code.run(h.upstream_url, str(home))
+        assert done.returncode == 0, done.stderr
+        found = [catalog.extract(r.body) for r in h.fake.received]
+        found = [f[0] for f in found if f]
+    finally:
+        h.stop()
+    assert found, "Claude Code sent no tool catalog"
+    return max(found, key=len)
+
+
+def test_claude_code_keeps_every_rule_line_whole(claude_code_catalog):
+    raw = claude_code_catalog
+    before, after = envelope.load(raw), envelope.load(toolschema_max.compress(raw))
+    assert cuts(before, after) == []
+    lost = []
+    for x, y in zip(envelope.iter_tools(before), envelope.iter_tools(after), strict=True):
+        desc = x.container.get("description") or ""
+        if "<example>" in desc:  # the dialogues of an example are not the tool's rules
+            desc = re.sub(r"<example>.*?</example>", "", desc, flags=re.S)
+        kept = sentences.split(y.container.get("description") or "")
+        for u in sentences.split(desc):
+            if _CC_RULE.search(u) and not any(whole_of(k, u) and _words(k) for k in kept):
+                lost.append((x.name, u))
+    assert lost == []
     count = __import__("caveman_engine.tokens", fromlist=["make_counter"]).make_counter(None).count
     assert count(toolschema_max.compress(raw)) < count(json.dumps(json.loads(raw), separators=(",", ":")).encode())

@@ -363,9 +363,11 @@ def test_corpus_median_and_total():
 
 
 # issue 13 asked 25 %; whole sentences instead of the 80-byte lead cap, short descriptions of up
-# to three sentences kept whole and BFCL's float note kept (issue 25) measure 21.5 %
-# (docs/catalog.md): the median catalogs are terse ones where little else can go.
-MEDIAN_TARGET = 0.21
+# to three sentences kept whole, BFCL's float note kept, and imperative sentences ("Use
+# topic parameter to…", "Batch multiple URLs in one call.") and nested list headings kept
+# (issue 25) measure 20.5 % (docs/catalog.md): the median catalogs are terse ones where
+# little else can go.
+MEDIAN_TARGET = 0.20
 
 
 @pytest.mark.parametrize("path", FILES + [MONGODB, AGENT], ids=lambda p: p.name)

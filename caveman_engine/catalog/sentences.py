@@ -49,8 +49,9 @@ _FENCE = re.compile(r"[ \t]*(?:```|~~~)")
 _TABLE = re.compile(r"[ \t]*\|")
 _HEADING = re.compile(r"[ \t]*#{1,6}[ \t]")
 # A sentence end: the stop, whitespace, then what can open a sentence.
-_END = re.compile(r"[.!?](?:[\"')\]\u201d]*)(?=[ \t\n]+[A-Z0-9\"'(\[`*\u201c])")
-_WORD_BEFORE = re.compile(r"([A-Za-z.]*)[.!?][\"')\]\u201d]*\Z")
+# (A closing "**" belongs to the sentence: "**Don't peek.** A fork's…" is two.)
+_END = re.compile(r"[.!?](?:[\"')\]\u201d*]*)(?=[ \t\n]+[A-Z0-9\"'(\[`*\u201c])")
+_WORD_BEFORE = re.compile(r"([A-Za-z.]*)[.!?][\"')\]\u201d*]*\Z")
 
 _INSTRUCT = re.compile(
     r"\b(?:never|always|do not|does not|don't|dont|avoid\w*|important\w*|prefer\w*|instead|only|"
@@ -61,19 +62,28 @@ _UNIT = re.compile(
     r"\b\d[\d,.]*\s*(?:%|[kmgt]i?b|bytes?|ms|s|secs?|seconds?|mins?|minutes?|h|hrs?|hours?|days?|"
     r"weeks?|months?|years?|chars?|characters?|tokens?|lines?|items?|results?|entries|records|"
     r"rows|pages?|requests?|calls?|px|pixels?|words?)\b", re.IGNORECASE)
-# Base-form verbs that open an instruction ("- Run long servers in the background"); only
-# read at the start of a list item (or after its short "Label:"), where a noun phrase would
-# otherwise stand. Words that are more often nouns there (list, search, filter, limit, sort) are
-# left out.
+# Base-form verbs that open an instruction ("- Run long servers in the background", "Batch
+# URLs in one call."); read only as the first word of a sentence or list item (after a list
+# item's short "Label:"), where a third-person verb ("Runs…") or a noun phrase would otherwise
+# stand, and capitalised. Words that are more often nouns there (list, search, filter, limit,
+# sort) are left out.
 _IMPERATIVE_VERBS = frozenset("""
-add apply ask batch call check choose close combine commit confirm consider copy create
-delegate delete describe draft enable escape explore express fetch find fix follow generate
-get give include keep leave load make mark narrow omit open pass paginate poll prefer provide put
-quote read remember remove rename repeat replace respect retry run save send separate skip
-specify start stop store supply treat try update use verify wait wrap write
+add apply ask batch be brief call check choose clean close combine commit confirm consider copy
+create delegate delete describe do draft enable escape explain explore express fetch find fix
+follow generate get give include inspect install keep leave load make mark mention narrow
+omit open pass paginate pick poll prefer provide put quote read remember remove rename repeat
+replace respect respond retry reuse review run save say send separate
+skip specify start stop store supply tell treat trust try update use verify
+wait wrap write
 """.split())
+# The verb opening a list item (after its short "Label:") or a sentence, an adverb may come
+# first ("- Clearly tell the agent…", "Briefly describe…"); "To end the loop, call…" opens
+# with its purpose.
 _ITEM_LEAD = re.compile(
-    r"[ \t]*(?:[-*+\u2022]|\d{1,3}[.)])[ \t]+(?:[^:\n]{1,40}:[ \t]+)?([A-Za-z]+)")
+    r"[ \t]*(?:[-*+\u2022]|\d{1,3}[.)])[ \t]+(?:[^:\n]{1,40}:[ \t]+)?"
+    r"(?:([A-Za-z]+ly)[ \t]+)?([A-Za-z]+)(?=[ \t])")
+_SENTENCE_LEAD = re.compile(r"[\"'(*_\u201c]*(?:([A-Za-z]+ly)[ \t]+)?([A-Za-z]+)(?=[ \t])")
+_PURPOSE_LEAD = re.compile(r"To [^,.;:\n]{1,60}, ([a-z]+)(?=[ \t])")
 _CLAUSE_VERB = re.compile(r"[:;][ \t]+([A-Za-z]+)\b")
 _OPTIONAL = re.compile(
     r"\(?(?:optional|this (?:field|parameter|argument|value|param) is optional)\)?[.:]?",
@@ -83,19 +93,25 @@ _LETTER = re.compile(r"[^\W\d_]")
 
 def is_instruction(unit: str) -> bool:
     """Whether ``unit`` instructs or constrains: the ``toolschema`` CONSTRAINT regex, an
-    instruction word, a number with a unit ("up to 5 MB", "30 seconds"), or a list item that
-    opens with a verb in the imperative ("- Run servers in the background")."""
+    instruction word, a number with a unit ("up to 5 MB", "30 seconds"), or a sentence or list
+    item that opens with a verb in the imperative ("- Run servers in the background", "Clearly
+    tell…", "To stop, call…")."""
     from ..compressors.toolschema import is_constraint
 
     if is_constraint(unit) or _INSTRUCT.search(unit) or _UNIT.search(unit):
         return True
-    m = _ITEM_LEAD.match(unit)
+    item = _ITEM_LEAD.match(unit)
+    m = item or _PURPOSE_LEAD.match(unit) or _SENTENCE_LEAD.match(unit)
     if m is None:
         return False
-    if m.group(1)[0].isupper() and m.group(1).lower() in _IMPERATIVE_VERBS:
+    if m.re is _PURPOSE_LEAD:
+        return m.group(1) in _IMPERATIVE_VERBS
+    first = m.group(1) or m.group(2)
+    if first[0].isupper() and m.group(2).lower() in _IMPERATIVE_VERBS:
         return True
     # "...: escape them", "...; use X instead" inside a list item
-    return any(w.lower() in _IMPERATIVE_VERBS for w in _CLAUSE_VERB.findall(unit))
+    return item is not None and any(w.lower() in _IMPERATIVE_VERBS
+                                    for w in _CLAUSE_VERB.findall(unit))
 
 
 # --------------------------------------------------------------------------- splitting
@@ -187,7 +203,9 @@ def units(text: str) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     for sep, block, kind in _blocks(text):
         if kind != "p":
-            out.append((sep, block.strip()))
+            body = block.strip()
+            # the indentation of a nested list item stays in its separator
+            out.append((sep + block[:len(block) - len(block.lstrip())], body))
             continue
         start = 0
         for end in _sentence_ends(block) + [len(block)]:
@@ -234,6 +252,12 @@ def _indent(u: str) -> int:
     return len(u) - len(u.lstrip(" \t"))
 
 
+def _line_indent(sep: str) -> int:
+    """The indentation a unit starts its line with (kept in its separator; 0 for the first
+    unit and for a sentence inside a paragraph)."""
+    return len(sep) - sep.rfind("\n") - 1 if "\n" in sep else 0
+
+
 def _owners(us: list[tuple[str, str]], hashed: list[bool], colon: list[bool]) -> list[list[int]]:
     """Per unit, the headings it sits under: the last "#" heading (until the next one), and
     the colon lines above it (a paragraph's colon line until a blank line before a paragraph;
@@ -252,14 +276,14 @@ def _owners(us: list[tuple[str, str]], hashed: list[bool], colon: list[bool]) ->
             # blank line; list items' headings end at it.
             stack = [] if "\n\n" in sep else [e for e in stack[:1] if e[0] == -1]
         else:
-            k = _indent(u)
+            k = _line_indent(sep)
             while stack and stack[-1][0] >= k:
                 stack.pop()
         out.append(([owner_hash] if owner_hash is not None else []) + [j for _, j in stack])
         if colon[i]:
             if not item:
                 stack = []
-            stack.append((_indent(u) if item else -1, i))
+            stack.append((_line_indent(sep) if item else -1, i))
     return out
 
 
@@ -320,6 +344,8 @@ def select(text: str, shared: frozenset[str] = frozenset(), small: int | None = 
             gap = sep
         if keep[i]:
             if out:
+                if "\n" in sep:  # the widest break, then the unit's own indentation
+                    gap = gap[:gap.rfind("\n") + 1] + sep[sep.rfind("\n") + 1:]
                 out.append(gap if gap else " ")
             out.append(u)
             gap = ""
