@@ -199,6 +199,11 @@ class UpstreamUnavailable(Exception):
     pass
 
 
+# A write that leaves the transport's buffer at or below this (its default high-water mark)
+# never waits for the client, so it needs no stall timeout.
+_NO_WAIT = 64 * 1024
+
+
 class _StartWithFirstChunk(web.StreamResponse):
     """A stream response whose headers wait for its first write, as aiohttp's own
     :class:`web.Response` does: used only when that first chunk is already in hand, so the
@@ -286,6 +291,20 @@ def _raw_error(status: int, reason: str, code: str, message: str) -> bytes:
             f"content-length: {len(body)}\r\nconnection: close\r\n\r\n").encode() + body
 
 
+# aiohttp's parser errors (aiohttp.http_exceptions), by class name: what a 400 says
+_FAULTS = {
+    "LineTooLong": "a request line or header line is too long",
+    "BadStatusLine": "malformed request line",
+    "BadHttpMethod": "malformed request method",
+    "InvalidURLError": "malformed request target",
+    "InvalidHeader": "malformed header",
+    "ContentLengthError": "malformed body length",
+    "TransferEncodingError": "malformed chunked body",
+    "PayloadEncodingError": "malformed body",
+    "ContentEncodingError": "malformed body encoding",
+}
+
+
 class _Connection(RequestHandler):
     """One client connection: refused with a 503 beyond ``max_connections``; closed (408)
     when a request's headers take longer than ``header_timeout`` from its first byte (or from
@@ -299,9 +318,24 @@ class _Connection(RequestHandler):
         self._header_timer: asyncio.TimerHandle | None = None
         self._limits = manager.limits
 
+    def idle(self) -> bool:
+        """Between two requests, with no byte of the next one yet (kept alive)."""
+        return (self._waiter is not None and not self._waiter.done() and not self._messages
+                and not self._request_in_progress and self._header_timer is None)
+
     def connection_made(self, transport) -> None:
         manager = self._manager
         if manager is not None and len(manager._connections) >= self._limits.max_connections:
+            # The oldest idle kept-alive connection makes room (a client may always find its
+            # idle connection closed, and opens another), so idle connections never lock the
+            # proxy; only when every one is busy is the new one refused.
+            idle = next((c for c in manager._connections
+                         if isinstance(c, _Connection) and c.idle()), None)
+            if idle is not None:
+                idle.force_close()
+                super().connection_made(transport)
+                self._arm()
+                return
             self._manager = None  # never registered: connection_lost has nothing to undo
             self._force_close = True  # and nothing it may still receive is parsed
             log.warning("proxy: %d connections open, refusing one more",
@@ -347,10 +381,11 @@ class _Connection(RequestHandler):
         """aiohttp's error answer, without the bytes it would quote (a malformed header line
         is often the credential): one redacted line in the log, a JSON error body."""
         if status == 400:
-            what = str(getattr(exc, "message", "") or message or "").strip().splitlines()
-            what = what[0].rstrip(": ") if what else "malformed request"
-            log.warning("proxy: bad request from %s: %s", request.remote, redact(what))
-            code, text = "cave_bad_request", f"Malformed HTTP request: {redact(what)}."
+            # aiohttp's message quotes the bytes it choked on (a header's value, the URL with
+            # its query): only what kind of fault it was is said, never its text
+            what = _FAULTS.get(type(exc).__name__, "malformed request")
+            log.warning("proxy: bad request from %s: %s", request.remote, what)
+            code, text = "cave_bad_request", f"Malformed HTTP request: {what}."
         else:
             log.error("proxy: error handling a request from %s: %s", request.remote,
                       redact(repr(exc)) if exc is not None else status)
@@ -441,7 +476,8 @@ class Proxy:
             end = v.find(":")
             end = len(v) if end < 0 else end
         name, port = v[:end], v[end:]
-        if port and not (port[0] == ":" and 1 < len(port) <= 6 and port[1:].isdigit()):
+        if port and not (port[0] == ":" and 1 < len(port) <= 6 and port[1:].isascii()
+                         and port[1:].isdigit()):
             return False
         if name in self._host_names:
             ok = True
@@ -520,8 +556,8 @@ class Proxy:
         if expect:
             # as aiohttp's router does: let a client that waits for it send its body
             if request.version == aiohttp.HttpVersion11:
-                if expect.lower() != "100-continue":
-                    return web.Response(status=417, text=f"Unknown Expect: {expect}")
+                if expect.lower() != "100-continue":  # its value is not echoed
+                    return web.Response(status=417, text="Unknown Expect value.")
                 await request.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
                 request.writer.output_size = 0
         if request.rel_url.path.startswith(("/sdk/v1/", "/caveman/v1/middleware/")):
@@ -863,8 +899,10 @@ class Proxy:
         sent = 0
         upstream_broken = client_gone = False
         finished = False
+        stall = self.config.body_timeout  # a client that takes no bytes this long is cut off
         try:
-            await resp.prepare(request)
+            async with asyncio.timeout(stall):
+                await resp.prepare(request)
             while True:
                 if first:
                     chunk, first = first, b""
@@ -885,13 +923,27 @@ class Proxy:
                     # The upstream's last bytes: they go out with the end of the response.
                     finished = True
                     observe()
-                    await resp.write_eof(chunk)
+                    async with asyncio.timeout(stall):
+                        await resp.write_eof(chunk)
                     break
                 if length is not None and sent >= length:
                     observe()
-                await resp.write(chunk)
+                transport = request.transport
+                if transport is not None and \
+                        transport.get_write_buffer_size() + len(chunk) <= _NO_WAIT:
+                    await resp.write(chunk)  # below the high-water mark: cannot wait
+                else:
+                    async with asyncio.timeout(stall):
+                        await resp.write(chunk)
         except (ConnectionError, aiohttp.ClientConnectionResetError):
             client_gone = True
+        except TimeoutError:
+            # The client stopped reading: its connection goes, and so does the upstream's.
+            log.warning("proxy: a client took no bytes for %.0f s; connection closed", stall)
+            client_gone = True
+            finished = False
+            if request.transport is not None:
+                request.transport.abort()
         finally:
             if finished:
                 up.release()
@@ -906,7 +958,11 @@ class Proxy:
         if client_gone:
             return resp
         try:
-            await resp.write_eof()
+            async with asyncio.timeout(stall):
+                await resp.write_eof()
         except (ConnectionError, aiohttp.ClientConnectionResetError):
             pass
+        except TimeoutError:
+            if request.transport is not None:
+                request.transport.abort()
         return resp

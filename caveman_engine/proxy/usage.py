@@ -10,7 +10,8 @@ the proxy forwards. Two ways in, one usage reader:
   SSE/NDJSON.
 
 gzip and deflate bodies are decoded as they pass, 256 KiB at a time and at most 2 side
-buffers' worth (4 MiB) in all, into the same two readers; a zstd body is kept compressed
+buffers' worth (4 MiB) in all (nor more than 4 MiB of compressed input: a stream of empty
+blocks), into the same two readers; a zstd body is kept compressed
 (within the cap) and decoded at the end under the same bound. Nothing is decoded past the
 bound: an answer that inflates without end costs one slice of memory.
 
@@ -18,7 +19,9 @@ Usage objects: ``usage``, ``usageMetadata``, ``message.usage``, ``response.usage
 ``response.usageMetadata``; values merge by maximum across events. Anthropic
 ``cache_creation_input_tokens`` (or the ``cache_creation`` ephemeral 5m + 1h sum) and
 ``cache_read_input_tokens``; OpenAI ``*_tokens_details.cache_write_tokens`` and
-``*_tokens_details.cached_tokens`` / ``cached_input_tokens``. Anything unreadable counts 0.
+``*_tokens_details.cached_tokens`` / ``cached_input_tokens``. Anything unreadable counts 0;
+after :data:`MISSES_MAX` lines that name usage and are no JSON, an answer's other lines are
+not parsed.
 """
 
 from __future__ import annotations
@@ -141,28 +144,53 @@ def _scan_json(data: bytes, acc: Usage) -> None:
     scan_value(json.loads(data), acc)
 
 
-def scan_line(line: bytes, acc: Usage) -> None:
+def scan_line(line: bytes, acc: Usage) -> bool:
+    """The usage of one SSE/NDJSON line; False when it named usage and was no JSON."""
     line = line.strip()
     if not line or line.startswith((b"event:", b":", b"id:", b"retry:")):
-        return
+        return True
     if line.startswith(b"data:"):
         line = line[5:].strip()
     # usage / usageMetadata (find, not `in`: bytes.__contains__ first tries the word as an
     # integer and builds and drops a TypeError each time)
     if line == b"[DONE]" or line.find(b"sage") < 0:
-        return
+        return True
     try:
         _scan_json(line, acc)
     except (ValueError, RecursionError):
-        pass
+        return False
+    return True
 
 
-def scan_document(data: bytes, acc: Usage) -> None:
+# Lines that name usage but are no JSON cost two failed parses each: after this many in one
+# answer no more of its lines are parsed (an answer of "usage" lines that are not JSON would
+# otherwise hold the event loop for seconds per 2 MiB; real streams have none).
+MISSES_MAX = 64
+
+
+class _Lines:
+    """scan_line over the lines of one answer, until :data:`MISSES_MAX` of them failed."""
+
+    __slots__ = ("acc", "misses")
+
+    def __init__(self, acc: Usage) -> None:
+        self.acc = acc
+        self.misses = 0
+
+    def __call__(self, line: bytes) -> None:
+        if self.misses < MISSES_MAX and not scan_line(line, self.acc):
+            self.misses += 1
+
+
+def scan_document(data: bytes, acc: Usage, lines: _Lines | None = None) -> None:
     try:
         _scan_json(data, acc)
     except (ValueError, RecursionError):
+        lines = lines or _Lines(acc)
         for line in data.split(b"\n"):
-            scan_line(line, acc)
+            if lines.misses >= MISSES_MAX:
+                return
+            lines(line)
 
 
 # A compressed answer is decoded up to 2 side buffers' worth (4 MiB): past one side buffer only
@@ -170,6 +198,7 @@ def scan_document(data: bytes, acc: Usage) -> None:
 DECODE_MAX_FACTOR = 2
 DECODE_STEP = 256 * 1024  # and at most this much at a time (one slice in memory)
 _ZLIB = ("gzip", "x-gzip", "deflate")
+HEAD_MAX = 64 * 1024  # input kept for the raw-deflate retry, at most
 
 
 class _Inflater:
@@ -184,15 +213,22 @@ class _Inflater:
                                      else zlib.MAX_WBITS)
         self._head = b""  # the input before any output, for the raw-deflate retry
         self.left = limit
+        self.fed_left = limit  # compressed bytes it still reads (a stream of empty blocks)
         self.failed = False
 
     def feed(self, data: bytes, out) -> None:
-        if self.failed or self.left <= 0 or self._d.eof:
+        if self.failed or self.left <= 0 or self.fed_left <= 0 or self._d.eof:
             return
+        self.fed_left -= len(data)
         if self.raw_fallback:
             self._head += data
         try:
             piece = self._d.decompress(data, min(DECODE_STEP, self.left))
+            if self.raw_fallback and len(self._head) > HEAD_MAX:
+                # this much input and zlib still finds no fault and makes no output: a zlib
+                # stream (of empty blocks, or an odd one), not raw deflate
+                self.raw_fallback = False
+                self._head = b""
             while True:
                 if piece:
                     self.raw_fallback = False
@@ -254,6 +290,7 @@ class UsageScanner:
             if self.encoding in _ZLIB else None
         self._raw = bytearray() if self.encoding and self._inflater is None else None
         self._decoded = self._feed_lines if self.streaming else self._keep
+        self._lines = _Lines(self.usage)
 
     def feed(self, chunk: bytes) -> None:
         if not self.encoding:
@@ -273,22 +310,24 @@ class UsageScanner:
         first = chunk.find(b"\n")
         if first >= 0:
             # the line that earlier chunks began ends here
+            lines = self._lines
             if self._skipping:
                 self._skipping = False
             elif self._partial:
                 self._partial += chunk[:first]
-                scan_line(bytes(self._partial), self.usage)
+                lines(bytes(self._partial))
             else:
-                scan_line(chunk[:first], self.usage)
+                lines(chunk[:first])
             self._partial.clear()
             last = chunk.rfind(b"\n")
             # The lines in between are whole. Only a line with "usage" in it can carry usage
             # (scan_line passes over any other), so they are looked at one by one only when
             # the chunk has that word between them at all.
-            if last > first and chunk.find(b"sage", first + 1, last) >= 0:
+            if last > first and lines.misses < MISSES_MAX \
+                    and chunk.find(b"sage", first + 1, last) >= 0:
                 for line in chunk[first + 1:last].split(b"\n"):
                     if line.find(b"sage") >= 0:
-                        scan_line(line, self.usage)
+                        lines(line)
             start = last + 1
         else:
             start = 0
@@ -305,11 +344,11 @@ class UsageScanner:
                 _unzstd(raw, DECODE_MAX_FACTOR * self._max, self._decoded)
         if self.streaming:
             if self._partial and not self._skipping:
-                scan_line(bytes(self._partial), self.usage)
+                self._lines(bytes(self._partial))
             self._partial.clear()
             return self.usage
         data = bytes(self._buf)
         self._buf = bytearray()
         if data:
-            scan_document(data, self.usage)
+            scan_document(data, self.usage, self._lines)
         return self.usage
