@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import sqlite3
 import subprocess
@@ -453,6 +454,8 @@ def test_bad_listen_on_the_command_line_exits_2(env):
      "unknown provider 'providers.antropic' (did you mean 'anthropic'?)"),
     ("providers:\n  anthropic:\n    baseurl: http://127.0.0.1:9\n",
      "unknown key 'providers.anthropic.baseurl' (did you mean 'base_url'?)"),
+    ("label: [1, 2]\n", "label must be a non-empty string"),
+    ("label: ''\n", "label must be a non-empty string"),
 ])
 def test_bad_config_file_exits_1(tmp_path, env, text, message):
     cfg = tmp_path / "c.yaml"
@@ -471,6 +474,36 @@ def test_missing_config_file_exits_1(tmp_path, env):
     p = _run_cli({**env, "CAVEMAN_CONFIG": str(missing)})
     assert p.returncode == 1
     assert p.stderr == f"caveman-engine proxy: config {missing}: no such file\n".encode()
+
+
+def test_an_empty_config_name_is_a_usage_error(env):
+    p = _run_cli(env, "--config", "")
+    assert p.returncode == 2
+    assert p.stderr == (b"caveman-engine proxy: --config needs a file name (an empty one "
+                        b"names no file)\n")
+
+
+def test_a_bad_base_url_is_reported_without_its_password(tmp_path, env):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("providers:\n  anthropic:\n    base_url: htps://user:Sekr1tPW@host\n")
+    p = _run_cli(env, "--config", str(cfg))
+    assert p.returncode == 1 and p.stderr.count(b"\n") == 1
+    assert b"Sekr1tPW" not in p.stderr and b"expected http(s)://host[:port]" in p.stderr
+
+
+@pytest.mark.parametrize("listen", ["127.0.0.1:\u0663", "127.0.0.1:8_787", "127.0.0.1: 80"])
+def test_a_port_is_ascii_digits(env, listen):
+    p = subprocess.run([console_script(), "proxy", "--listen", listen], env=env,
+                       capture_output=True, timeout=30)
+    assert p.returncode == 2 and b"bad port" in p.stderr
+
+
+@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 0)])
+def test_ctrl_c_is_an_interruption_sigterm_a_stop(env, sig, code):
+    proxy = ProxyProcess([], env)
+    proxy.p.send_signal(sig)
+    assert proxy.p.wait(timeout=30) == code
+    assert b"Traceback" not in proxy.stderr()
 
 
 def test_bad_level_in_the_environment_exits_1(env):

@@ -55,10 +55,11 @@ def proxy_command(listen: str | None, level: str | None, config_file: str | None
             _fail(f"cannot open recovery store: {exc}")
     try:
         with asyncio.Runner(loop_factory=_loop_factory()) as runner:
-            runner.run(serve(cfg, engine))
+            stopped_by = runner.run(serve(cfg, engine))
     except OSError as exc:
         _fail(f"listen {cfg.host}:{cfg.port}: {exc.strerror or exc}")
-    sys.exit(0)
+    # Ctrl-C is an interruption (130, as for every other command); SIGTERM a normal stop
+    sys.exit(130 if stopped_by == signal.SIGINT else 0)
 
 
 def _loop_factory():
@@ -71,8 +72,9 @@ def _loop_factory():
     return uvloop.new_event_loop
 
 
-async def serve(cfg, engine, *, started=None) -> None:
-    """Run until SIGINT/SIGTERM. ``started(port)`` is called once the socket is listening."""
+async def serve(cfg, engine, *, started=None) -> int | None:
+    """Run until SIGINT/SIGTERM, and return that signal. ``started(port)`` is called once the
+    socket is listening."""
     from aiohttp import web
 
     from .server import Proxy
@@ -81,10 +83,16 @@ async def serve(cfg, engine, *, started=None) -> None:
     runner = proxy.runner()
     await runner.setup()
     stop = asyncio.Event()
+    got: list[int] = []
     loop = asyncio.get_running_loop()
+
+    def stop_on(sig: int) -> None:
+        got.append(sig)
+        stop.set()
+
     for sig in (signal.SIGINT, signal.SIGTERM):
         try:
-            loop.add_signal_handler(sig, stop.set)
+            loop.add_signal_handler(sig, stop_on, sig)
         except (NotImplementedError, RuntimeError):
             pass
     try:
@@ -101,3 +109,4 @@ async def serve(cfg, engine, *, started=None) -> None:
         await stop.wait()
     finally:
         await runner.cleanup()
+    return got[0] if got else None

@@ -162,10 +162,9 @@ def parse_listen(value: str) -> tuple[str, int]:
         raise ConfigError(f"listen address {value!r}: expected HOST:PORT with a loopback host")
     if host.startswith("[") and host.endswith("]"):
         host = host[1:-1]
-    try:
-        port = int(port_s)
-    except ValueError:
-        raise ConfigError(f"listen address {value!r}: bad port") from None
+    if not (port_s.isascii() and port_s.isdigit()):  # int() would take "８", " 1" and "8_0"
+        raise ConfigError(f"listen address {value!r}: bad port")
+    port = int(port_s)
     if not 0 <= port <= 65535:
         raise ConfigError(f"listen address {value!r}: bad port")
     if host != "localhost":
@@ -185,7 +184,10 @@ def _check_base_url(provider: str, url: object) -> str:
         raise ConfigError(f"providers.{provider}.base_url must be a non-empty string")
     parts = urlsplit(url.strip())
     if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ConfigError(f"providers.{provider}.base_url {url!r}: expected http(s)://host[:port]")
+        from .server import redact  # a password in the URL is not repeated
+
+        raise ConfigError(f"providers.{provider}.base_url {redact(repr(url))}: "
+                          "expected http(s)://host[:port]")
     return url.strip().rstrip("/")
 
 
@@ -206,6 +208,8 @@ def load(
             parse_listen(listen)
         except ConfigError as exc:
             raise CommandLineError(str(exc)) from None
+    if path is not None and not path.strip():
+        raise CommandLineError("--config needs a file name (an empty one names no file)")
     file = path if path else None
     if file is None:
         e = env.get("CAVEMAN_CONFIG")
@@ -254,7 +258,9 @@ def load(
         cfg.level = level
 
     lab = doc.get("label")
-    if isinstance(lab, str) and lab.strip():
+    if lab is not None and not (isinstance(lab, str) and lab.strip()):
+        raise ConfigError(f"config {file}: label must be a non-empty string")
+    if lab is not None:
         cfg.label = lab
     e = env.get("CAVEMAN_LABEL")
     if not _blank(e):
