@@ -211,6 +211,28 @@ def _conninfo_error(path: str) -> StoreError:
                       " write CAVEMAN_CCR_DB as a postgresql:// URL")
 
 
+_URL_START = None
+
+
+def _not_a_file(path: str) -> StoreError | None:
+    """The error for a store location that must not become a SQLite file of that name (its
+    password would sit in the name and in every message): a libpq key/value string, or a URL
+    that is no ``postgresql://`` / ``postgres://`` one (``postgresql+psycopg://``, ``pgsql://``,
+    spaces around it). Only its scheme is shown."""
+    global _URL_START
+    if looks_like_conninfo(path):
+        return _conninfo_error(path)
+    if _URL_START is None:
+        import re
+
+        _URL_START = re.compile(r"\s*([A-Za-z][A-Za-z0-9+.\-]*)://")
+    m = _URL_START.match(path)
+    if m is None or is_postgres_url(path):
+        return None
+    return StoreError(f'"{m.group(1)}://…" is not a store location: CAVEMAN_CCR_DB is a file '
+                      "path, :memory: or a postgresql:// URL (no spaces around it)")
+
+
 _redact_res = None
 
 
@@ -316,8 +338,9 @@ def resolve_path(*, create: bool = False) -> str:
     ~/.caveman>/ccr.db``. Only with ``create`` is that home directory made (0700)."""
     explicit = os.environ.get("CAVEMAN_CCR_DB", "")
     if explicit:
-        if looks_like_conninfo(explicit):
-            raise _conninfo_error(explicit)
+        refused = _not_a_file(explicit)
+        if refused is not None:
+            raise refused
         return explicit
     home = caveman_home()
     if create:
@@ -749,8 +772,9 @@ class Store(StoreBase):
         else:
             if not path.strip():
                 raise StoreError("ccr sqlite path is required")
-            if looks_like_conninfo(path):
-                raise _conninfo_error(path)
+            refused = _not_a_file(path)
+            if refused is not None:
+                raise refused
             self.path = _secure_parent(path)
             _create_complete(self.path)
             _secure_all(self.path)

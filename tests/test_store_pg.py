@@ -705,6 +705,29 @@ def test_a_key_value_connection_string_is_no_file(pg_server, tmp_path, rank_cach
     assert sorted(os.listdir(tmp_path)) == before  # no file named after the string
 
 
+@pytest.mark.parametrize("url", [
+    "postgresql+psycopg://caveman:{secret}@127.0.0.1:1/db",  # SQLAlchemy's spelling
+    " postgresql://caveman:{secret}@127.0.0.1:1/db",          # a space before it
+    "pgsql://caveman:{secret}@127.0.0.1:1/db",
+])
+def test_a_url_that_is_no_postgresql_url_is_no_file(tmp_path, rank_cache_dir, url):
+    """Any other URL used to become a SQLite path (os.path.abspath folds its :// to :/, so
+    the URL mask missed it) and every command printed it, password and all."""
+    url = url.format(secret=SECRET)
+    before = sorted(os.listdir(tmp_path))
+    for args in (("stats",), ("store", "path"), ("store", "info"), ("compress",),
+                 ("retrieve", "ccr_00000000000000000000000000000000"),
+                 ("proxy", "--listen", "127.0.0.1:0", "--level", "toolschema")):
+        r = subprocess.run([console_script(), *args], capture_output=True, cwd=tmp_path,
+                           env=dict(os.environ, CAVEMAN_CCR_DB=url,
+                                    CAVEMAN_CACHE_DIR=str(rank_cache_dir)),
+                           timeout=60, input=LOG)
+        _no_secret(r, args)
+        assert r.returncode == 1 and r.stderr.count(b"\n") == 1, (args, r.stderr)
+        assert b"is not a store location" in r.stderr, r.stderr
+    assert sorted(os.listdir(tmp_path)) == before
+
+
 def test_the_proxy_startup_error_hides_the_password(pg_server, rank_cache_dir):
     url = f"postgresql://caveman:pa/{SECRET}@127.0.0.1:{pg_server.port}/postgres"
     env = dict(os.environ, CAVEMAN_CCR_DB=url, CAVEMAN_CACHE_DIR=str(rank_cache_dir))
