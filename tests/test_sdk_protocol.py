@@ -40,16 +40,18 @@ class Proxy(ProxyProcess):
     """``caveman-engine proxy`` on a free loopback port, its store under ``home``."""
 
     def __init__(self, home: Path, upstream: str, cache_dir: Path,
-                 ccr_db: Path | None = None) -> None:
+                 ccr_db: Path | None = None, extra_env: dict | None = None,
+                 level: str = "off") -> None:
         if ccr_db is None:
             (home / "store").mkdir(mode=0o700)
             ccr_db = home / "store" / "ccr.db"
         self.env = {k: v for k, v in os.environ.items()
                     if not k.startswith(("CAVEMAN_", "ANTHROPIC_", "OPENAI_"))}
         self.env.update(CAVEMAN_CCR_DB=str(ccr_db), CAVEMAN_HOME=str(home / "home"),
-                        CAVEMAN_CACHE_DIR=str(cache_dir))
+                        CAVEMAN_CACHE_DIR=str(cache_dir), **(extra_env or {}))
         cfg = home / "caveman.yaml"
-        cfg.write_text(f"providers:\n  anthropic:\n    base_url: {upstream}\n"
+        cfg.write_text(f"toolschema_strip: {level}\n"
+                       f"providers:\n  anthropic:\n    base_url: {upstream}\n"
                        f"  openai:\n    base_url: {upstream}\n")
         super().__init__(["--config", str(cfg)], self.env, start_timeout=30)
 
@@ -241,12 +243,63 @@ def test_tool_search_sends_nothing_unrelated(proxy):
     assert found.sent_schema_tokens == 0 < found.full_schema_tokens
 
 
+def test_tool_search_max_tools_caps_always_load_too(proxy):
+    """max_tools is the cap on returned tools (the SDK's word): always_load tools take the
+    first places, in catalog order, and none past the cap."""
+    catalog = _catalog()
+    tools = [CaveTool(t["name"], t["description"], t["inputSchema"], always_load=i < 5)
+             for i, t in enumerate(catalog)]
+    found = _cave(proxy).tool_search(tools, "create a pull request", max_tools=2,
+                                     session_id="s-1")
+    assert [t["name"] for t in found.tools] == [t["name"] for t in catalog[:2]]
+    assert found.deferred_count == len(catalog) - 2
+    assert found.session_id is None  # no tool session is kept, none is claimed
+
+
+def test_tool_search_ranks_by_embeddings_when_asked(proxy):
+    tools = [CaveTool(t["name"], t["description"], t["inputSchema"]) for t in _catalog()]
+    found = _cave(proxy).tool_search(tools, "create a pull request", max_tools=3,
+                                     ranker="embeddings")
+    assert found.method == "embeddings"
+    # the semantic grader's order (evals), which is not BM25's here
+    from caveman_engine.evals import lexical, semantic
+
+    cosine = [n for n, _ in semantic.rank("create a pull request", _catalog())][:3]
+    bm25 = [n for n, _ in lexical.rank("create a pull request", _catalog())][:3]
+    assert [t["name"] for t in found.tools] == cosine != bm25
+    assert found.deferred_count == len(tools) - 3
+
+
+def test_tool_search_embeddings_without_wordllama_is_bm25(tmp_path, upstream, rank_cache_dir):
+    """Without the optional wordllama (here: a package of that name that cannot be imported
+    shadows it), ranker "embeddings" is answered with BM25 and says so, as the SDK expects of
+    a gateway with no embedding provider."""
+    shadow = tmp_path / "shadow" / "wordllama"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("raise ImportError('wordllama is not installed')\n")
+    home = tmp_path / "p"
+    home.mkdir()
+    p = Proxy(home, upstream.upstream_url, rank_cache_dir,
+              extra_env={"PYTHONPATH": str(shadow.parent)})
+    try:
+        tools = [CaveTool(t["name"], t["description"], t["inputSchema"]) for t in _catalog()]
+        found = _cave(p).tool_search(tools, "create a pull request", max_tools=4,
+                                     ranker="embeddings")
+        assert found.method == "bm25"
+        from caveman_engine.evals import lexical
+
+        assert [t["name"] for t in found.tools] == [
+            n for n, _ in lexical.rank("create a pull request", _catalog())][:4]
+    finally:
+        p.stop()
+
+
 @pytest.mark.parametrize("doc,code", [
     ({"tools": "x", "query": "a"}, "cave_invalid_request"),
     ({"tools": [], "query": 1}, "cave_invalid_request"),
     ({"tools": [], "query": "a", "max_tools": 0}, "cave_invalid_request"),
     ({"tools": [{"x": 1}], "query": "a"}, "cave_invalid_request"),
-    ({"tools": [], "query": "a", "ranker": "embeddings"}, "cave_unsupported_ranker"),
+    ({"tools": [], "query": "a", "ranker": "cosine"}, "cave_unsupported_ranker"),
 ])
 def test_tool_search_bad_request(proxy, doc, code):
     status, out = _post(proxy, "/sdk/v1/tool-search", doc)
@@ -347,6 +400,69 @@ def test_delete_session_revokes_its_handles(proxy, runtime):
     assert e.value.code == "deleted"
     # the original stays in the store (shared by other scopes and tools)
     assert proxy.cli("retrieve", "ccr_" + handle[4:36]).stdout == _api_results().encode()
+
+
+def _wire(scope: Scope) -> dict:
+    return {"namespace": scope.namespace, "session_id": scope.session_id,
+            "branch_id": scope.branch_id, "cache_epoch": scope.cache_epoch}
+
+
+def test_a_handle_cannot_be_made_for_another_scope(proxy, runtime):
+    """The scope tag is an HMAC under the key in CAVEMAN_HOME: the ccr_ handle (or a digest
+    of the content) and a public formula are not enough to read an original in another scope."""
+    import hashlib
+
+    scope, other = Scope("tests", "owner"), Scope("tests", "intruder")
+    handle = _optimize(runtime, scope, [_api_results()]).replacements[0]["recovery_handle"]
+    ccr = "ccr_" + handle[4:36]
+    key = Path(proxy.env["CAVEMAN_HOME"]) / "middleware.key"
+    assert key.stat().st_mode & 0o777 == 0o600 and len(key.read_text().strip()) == 64
+    for secret in (b"", b"caveman-middleware-handle\0"):  # no key / the formula of 1.0
+        scope_json = json.dumps(list(_wire(other).values()), separators=(",", ":")).encode()
+        tag = hashlib.sha256(secret + scope_json + b"\0" + ccr.encode()).hexdigest()[:16]
+        with pytest.raises(MiddlewareError) as e:
+            runtime.retrieve(other, handle=handle[:36] + tag)
+        assert e.value.code == "not_found"
+    assert runtime.retrieve(scope, handle=handle)["complete"]
+
+
+def test_handles_and_revocations_outlive_the_proxy(proxy, runtime, upstream, rank_cache_dir):
+    """A second proxy on the same CAVEMAN_HOME and store (a restart, or a neighbour) resolves
+    the first one's handles, and honours its revocations, and the first honours the second's."""
+    kept, gone = Scope("tests", "kept"), Scope("tests", "gone")
+    h_kept = _optimize(runtime, kept, [_api_results()]).replacements[0]["recovery_handle"]
+    h_gone = _optimize(runtime, gone, [_api_results()]).replacements[0]["recovery_handle"]
+    runtime.delete_session(gone)
+    home = Path(proxy.env["CAVEMAN_HOME"]).parent
+    second = Proxy(home, upstream.upstream_url, rank_cache_dir,
+                   ccr_db=Path(proxy.env["CAVEMAN_CCR_DB"]))
+    rt2 = MiddlewareRuntime(endpoint=second.url)
+    try:
+        rt2.ready()
+        assert rt2.retrieve(kept, handle=h_kept)["text"] == _api_results()
+        with pytest.raises(MiddlewareError) as e:
+            rt2.retrieve(gone, handle=h_gone)
+        assert e.value.code == "deleted"
+        assert rt2.delete_session(kept)["deleted"]["scopes"] == 1
+        with pytest.raises(MiddlewareError) as e:
+            runtime.retrieve(kept, handle=h_kept)  # the first proxy sees it at once
+        assert e.value.code == "deleted"
+    finally:
+        rt2.close()
+        second.stop()
+
+
+def test_retrieve_takes_integral_floats(proxy, runtime):
+    """A model writes 1000.0 for 1000; JSON has one number type, and the client forwards it."""
+    scope = Scope("tests", "floats")
+    handle = _optimize(runtime, scope, [_api_results()]).replacements[0]["recovery_handle"]
+    doc = {"schema_version": 1, "scope": _wire(scope), "handle": handle}
+    status, page = _post(proxy, "/caveman/v1/middleware/retrieve",
+                         {**doc, "offset": 10.0, "limit": 1000.0})
+    assert status == 200, page
+    assert page["text"] == _api_results().encode()[10:1010].decode()
+    status, page = _post(proxy, "/caveman/v1/middleware/retrieve", {**doc, "limit": 1000.5})
+    assert status == 400 and page["error"]["code"] == "invalid_request"
 
 
 def test_record_mode_is_left_alone(proxy):
@@ -484,6 +600,42 @@ def test_openai_adapter_compresses_the_tool_result_and_recovers_it(proxy, runtim
     unchanged = proxy.tokens(json.dumps(got).encode())
     assert whole < unchanged
     FIGURES["openai chat adapter, whole request"] = f"{unchanged} -> {whole} tokens"
+
+
+@pytest.mark.parametrize("level", ["toolschema", "toolschema-max"])
+def test_the_recovery_tool_reaches_the_model_as_the_adapter_wrote_it(tmp_path, upstream,
+                                                                    rank_cache_dir, level):
+    """At a catalog level the proxy rewrites every tool but the middleware's caveman_retrieve,
+    whose text the adapter checks and the model needs whole; the stored original is the
+    catalog as sent."""
+    openai = pytest.importorskip("openai")
+    from caveman_middleware.openai import with_caveman_openai_tools
+
+    home = tmp_path / "p"
+    home.mkdir()
+    p = Proxy(home, upstream.upstream_url, rank_cache_dir, level=level)
+    rt = MiddlewareRuntime(endpoint=p.url)
+    try:
+        rt.ready()
+        tools = _openai_chat_tools()
+        client = openai.OpenAI(api_key="test", base_url=p.url + "/v1", max_retries=0)
+        loop = with_caveman_openai_tools(client, runtime=rt, scope=Scope("openai", level),
+                                         protocol="openai-chat", tools=tools,
+                                         functions={t["function"]["name"]: (lambda a: "x")
+                                                    for t in tools})
+        raw = client.chat.completions.with_raw_response.create(
+            model="gpt-test", messages=[{"role": "user", "content": "hi"}], tools=loop.tools)
+        got = [r for r in upstream.fake.received if r.path == "/v1/chat/completions"][-1]
+        sent_tools = got.json()["tools"]
+        assert sent_tools[-1] == loop.tools[-1]  # caveman_retrieve, whole
+        assert sent_tools[-1]["function"]["name"] == "caveman_retrieve"
+        assert sent_tools[:-1] != loop.tools[:-1]  # the others were rewritten
+        handle = raw.headers["x-caveman-toolschema-recovery-handle"]
+        back = p.cli("retrieve", handle)
+        assert back.returncode == 0 and json.loads(back.stdout) == loop.tools
+    finally:
+        rt.close()
+        p.stop()
 
 
 def test_async_openai_adapter_through_the_async_runtime(proxy, runtime, upstream):

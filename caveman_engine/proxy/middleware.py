@@ -8,26 +8,29 @@ An optimize request carries tool results ("segments"); each goes through
 :meth:`Engine.compress` unchanged, so the original lands in the recovery store under its
 ``ccr_`` handle. Its replacement is the recovery marker, a ``cmw_`` handle and the engine's
 output. A ``cmw_`` handle is ``cmw_`` + the 32 hex digits of the ``ccr_`` handle + 16 hex
-digits binding it to the request's scope (SHA-256 of the scope and the ``ccr_`` handle), so it
-maps onto the store with no table of its own, and a handle read under another scope is not
-found. ``retrieve`` pages the original by UTF-8 byte offsets, or answers an excerpt narrowed
-by a query (the store's ``retrieve HANDLE QUERY`` view).
+digits binding it to the request's scope (an HMAC of the scope and the ``ccr_`` handle under
+a key of the Caveman home directory, :mod:`.scopes`), so it maps onto the store with no table
+of its own, a handle read under another scope is not found, and none can be made for another
+scope without the key. ``retrieve`` pages the original by UTF-8 byte offsets, or answers an
+excerpt narrowed by a query (the store's ``retrieve HANDLE QUERY`` view).
 
-Kept in memory only, for the proxy's life: the scopes revoked by ``sessions/delete`` (their
-handles stop resolving; the originals stay in the store, which other scopes and tools share).
-Receipts are validated and acknowledged, not stored.
+The scopes revoked by ``sessions/delete`` are kept beside the key (:mod:`.scopes`): their
+handles stop resolving, for every proxy on that directory and after a restart; the originals
+stay in the store, which other scopes and tools share. Receipts are validated and
+acknowledged, not stored.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
+import hmac
 import logging
 import re
 
 from aiohttp import web
 
+from .scopes import Unusable
 from .sdk import MIDDLEWARE_PREFIX, State, Unavailable, dumps, loads, utf8
 
 log = logging.getLogger("caveman_engine.proxy")
@@ -102,25 +105,19 @@ def scope_of(doc: dict) -> tuple[str, str, str, str]:
     return values
 
 
-def _scope_key(scope: tuple[str, ...]) -> bytes:
-    return json.dumps(list(scope), separators=(",", ":")).encode("utf-8")
-
-
-def cmw_handle(scope: tuple[str, ...], ccr: str) -> str:
+def cmw_handle(st: State, scope: tuple[str, ...], ccr: str) -> str:
     """The scope-bound ``cmw_`` handle of a ``ccr_`` handle (``ccr_`` + 32 hex digits)."""
-    tag = hashlib.sha256(b"caveman-middleware-handle\0" + _scope_key(scope) + b"\0"
-                         + ccr.encode("ascii")).hexdigest()[:16]
-    return "cmw_" + ccr[4:] + tag
+    return "cmw_" + ccr[4:] + st.scopes.tag(scope, ccr)
 
 
-def ccr_handle(scope: tuple[str, ...], handle: str) -> str | None:
+def ccr_handle(st: State, scope: tuple[str, ...], handle: str) -> str | None:
     """The ``ccr_`` handle behind a ``cmw_`` handle, or None when it was not issued for
     this scope."""
     m = _HANDLE.fullmatch(handle)
     if m is None:
         return None
     ccr = "ccr_" + m.group(1)
-    return ccr if cmw_handle(scope, ccr) == handle else None
+    return ccr if hmac.compare_digest(cmw_handle(st, scope, ccr), handle) else None
 
 
 # -- routing
@@ -168,6 +165,9 @@ async def handle(proxy, st: State, request: web.BaseRequest, rid: str,
     except Unavailable as exc:
         return refuse(Refused(503, "recovery_unavailable",
                               f"Cannot open the recovery store: {exc}"))
+    except Unusable as exc:
+        log.warning("proxy: middleware %s: %s", name, exc)
+        return refuse(Refused(503, "recovery_unavailable", f"Cannot bind handles: {exc}"))
     except Exception as exc:  # never a traceback to the client
         log.warning("proxy: middleware %s failed: %r", name, exc)
         return refuse(Refused(500, "runtime_unavailable",
@@ -230,7 +230,7 @@ def _capabilities(st: State, _body: bytes):
 def _optimize(st: State, body: bytes):
     doc = _document(body)
     scope = scope_of(doc)
-    if scope in st.revoked:
+    if st.scopes.revoked(scope):
         raise Refused(410, "deleted", "This scope was deleted (sessions/delete).")
     request_id = doc.get("request_id")
     if not _token(request_id):
@@ -279,7 +279,7 @@ def _optimize(st: State, body: bytes):
     else:
         credited: set[str] = set()
         for s in segments:
-            why, item = _replace(engine, scope, s)
+            why, item = _replace(st, engine, scope, s)
             done.add(s["id"])
             if item is None:
                 skipped.append({"segment_id": s["id"], "reason": why})
@@ -337,7 +337,7 @@ def _optimize(st: State, body: bytes):
     }
 
 
-def _replace(engine, scope, s: dict) -> tuple[str, dict | None]:
+def _replace(st: State, engine, scope, s: dict) -> tuple[str, dict | None]:
     """One segment's replacement, or the reason it has none."""
     if s.get("protected") is True:
         return "protected", None
@@ -368,7 +368,7 @@ def _replace(engine, scope, s: dict) -> tuple[str, dict | None]:
         except Exception as exc:
             log.warning("proxy: middleware cannot store a segment's original: %s", exc)
             return "recovery_unavailable", None
-    cmw = cmw_handle(scope, handle)
+    cmw = cmw_handle(st, scope, handle)
     text = f"{MARKER_PREFIX}{cmw}]\n{shortened}"
     data = text.encode("utf-8")
     if len(data) >= len(content):
@@ -404,6 +404,7 @@ def _retrieve(st: State, body: bytes):
     offset = doc.get("offset", 0)
     limit = doc.get("limit", LIMITS["page_bytes"])
     query = doc.get("query") or ""
+    offset, limit = _integral(offset), _integral(limit)
     if not _safe(offset):
         raise Refused(400, "invalid_request", "'offset' must be a non-negative integer.")
     if type(limit) is not int or not MIN_PAGE <= limit <= LIMITS["page_bytes"]:
@@ -411,9 +412,9 @@ def _retrieve(st: State, body: bytes):
                       f"'limit' must be an integer from {MIN_PAGE} to {LIMITS['page_bytes']}.")
     if not isinstance(query, str) or len(query) > MAX_QUERY:
         raise Refused(400, "invalid_request", f"'query' must be text of at most {MAX_QUERY}.")
-    if scope in st.revoked:
+    if st.scopes.revoked(scope):
         raise Refused(410, "deleted", "This scope was deleted (sessions/delete).")
-    ccr = ccr_handle(scope, handle)
+    ccr = ccr_handle(st, scope, handle)
     if ccr is None:
         raise Refused(404, "not_found", "No original under this handle in this scope.")
     from ..store import NotFound
@@ -449,6 +450,14 @@ def _retrieve(st: State, body: bytes):
     return 200, page
 
 
+def _integral(value):
+    """A JSON number with no fraction as the integer it is (the client forwards a model's
+    ``1000.0`` as written; JSON has one number type); anything else as it came."""
+    if type(value) is float and value.is_integer():
+        return int(value)
+    return value
+
+
 def _continuation(byte: int) -> bool:
     return byte & 0xC0 == 0x80
 
@@ -479,7 +488,6 @@ def _receipt(st: State, body: bytes):
 
 def _delete(st: State, body: bytes):
     scope = scope_of(_document(body))
-    fresh = scope not in st.revoked
-    st.revoked.add(scope)
+    fresh = st.scopes.revoke(scope)
     return 200, {"schema_version": 1, "status": "revoked", "originals_deleted": False,
                  "deleted": {"scopes": int(fresh), "choices": 0, "grants": 0, "originals": 0}}

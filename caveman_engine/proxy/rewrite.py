@@ -49,6 +49,10 @@ LEVER_ORDER = (
 )
 
 
+# Tools that reach the model exactly as the client wrote them: the Caveman middleware's
+# recovery tool, whose description and schema its adapters check and measure.
+KEPT_TOOLS = frozenset({"caveman_retrieve"})
+
 RECENT = 4
 STORE_WORKERS = 4  # threads for the store and the engine; the event loop never waits on them
 STORE_BACKLOG = 64  # store calls waiting for a thread at most; past that, forward as sent
@@ -179,6 +183,12 @@ class Rewriter:
             return None
         from .. import jsonio
 
+        if KEPT_TOOLS and b"caveman_retrieve" in catalog:
+            out = _keep_tools(catalog, out)
+            if out is None or len(out) >= len(catalog) or \
+                    self.engine.count(out) >= result.tokens_before:
+                self._remember(catalog, None)
+                return None
         # Checked once here, one level down (as it will sit in the body): every splice of it
         # relies on this instead of parsing the spliced body again.
         if not jsonio.valid(b"[" + out + b"]"):
@@ -256,3 +266,34 @@ class Rewriter:
             self._inflight[catalog] = fut
             fut.add_done_callback(lambda _f, c=catalog: self._inflight.pop(c, None))
         return await asyncio.shield(fut)
+
+
+def _keep_tools(original: bytes, rewritten: bytes) -> bytes | None:
+    """``rewritten`` with every :data:`KEPT_TOOLS` tool put back as ``original`` spells it,
+    byte for byte, at the same place; None when the two arrays do not line up tool for tool
+    (then the catalog goes as sent)."""
+    from .. import jsonio
+    from ..catalog import envelope
+
+    def items(data: bytes):
+        text = data.decode("utf-8")
+        i = len(text) - len(text.lstrip(" \t\r\n"))
+        return text, [(a, b, envelope.iter_tools([v])) for a, b, v in jsonio.array_items(text, i)]
+
+    try:
+        src, before = items(original)
+        dst, after = items(rewritten)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return None
+    if len(before) != len(after):
+        return None
+    out, last = [], 0
+    for (a, b, t), (c, d, u) in zip(before, after):
+        name = t[0].name if t else None
+        if name != (u[0].name if u else None):
+            return None
+        if name in KEPT_TOOLS:
+            out += [dst[last:c], src[a:b]]
+            last = d
+    out.append(dst[last:])
+    return "".join(out).encode("utf-8")

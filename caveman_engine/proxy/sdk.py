@@ -37,14 +37,36 @@ class Unavailable(Exception):
 
 class State:
     """What the runtime routes keep per proxy: the engine (opened on first use when the
-    proxy has none) and the middleware scopes revoked since start."""
+    proxy has none) and the middleware's handle key and revoked scopes (:mod:`.scopes`)."""
 
     def __init__(self, proxy) -> None:
+        from .scopes import Scopes
+
         self.proxy = proxy
         self._engine = None
         self._lock = threading.Lock()
         self._warmed = threading.Event()
-        self.revoked: set[tuple[str, ...]] = set()
+        self.scopes = Scopes()
+        self._model = None  # WordLlama for ranker "embeddings": None unknown, False missing
+        self._model_lock = threading.Lock()
+
+    def similarities(self, query: str, texts: list[str]) -> list[float] | None:
+        """Cosines of ``query`` against ``texts`` with the semantic grader's WordLlama model
+        (loaded once; blocking), or None when wordllama is not installed or cannot load."""
+        from ..evals import semantic
+
+        with self._model_lock:
+            if self._model is None:
+                try:
+                    self._model = semantic.load_model() if semantic.available() else False
+                except semantic.SemanticUnavailable as exc:
+                    log.warning("proxy: tool-search embeddings: %s", exc)
+                    self._model = False
+        if self._model is False:
+            return None
+        emb = semantic.Embedder(self._model)  # its cache lives for this request only
+        return emb.similarities(semantic.plain_words(query),
+                                [semantic.plain_words(t) for t in texts])
 
     def engine(self, *, counting: bool = True):
         """The engine (blocking: call it from a worker thread). ``counting``: wait until its
@@ -211,9 +233,9 @@ def _tool_search(st: State, doc: dict):
     if type(limit) is not int or limit < 1:
         return 400, ("cave_invalid_request", "'max_tools' must be a positive integer.")
     ranker = doc.get("ranker")
-    if ranker not in (None, "bm25"):
+    if ranker not in (None, "bm25", "embeddings"):
         return 400, ("cave_unsupported_ranker",
-                     f"ranker {ranker!r} is not available here; only 'bm25' is.")
+                     f"ranker {ranker!r} is not served here; 'bm25' and 'embeddings' are.")
     session = doc.get("session_id")
     if session is not None and not isinstance(session, str):
         return 400, ("cave_invalid_request", "'session_id' must be a string.")
@@ -225,11 +247,16 @@ def _tool_search(st: State, doc: dict):
     if len(found) != len(tools):
         return 400, ("cave_invalid_request", "every entry of 'tools' needs a name or a schema.")
     text = query if context is None else query + "\n" + context
-    scores = lexical.bm25(lexical.words(text), [lexical.words(lexical.tool_text(t))
-                                                for t in found])
-    # always_load tools first (catalog order), then the best-scoring others; a tool that
-    # shares no word with the query is not sent.
-    chosen = [i for i, t in enumerate(tools) if t.get("always_load") is True]
+    method, scores = "bm25", None
+    if ranker == "embeddings":
+        scores = st.similarities(text, [lexical.tool_text(t) for t in found])
+        method = "embeddings" if scores is not None else "bm25"
+    if scores is None:
+        scores = lexical.bm25(lexical.words(text), [lexical.words(lexical.tool_text(t))
+                                                    for t in found])
+    # always_load tools first (catalog order), then the best-scoring others, max_tools in all;
+    # a tool that shares no word with the query (BM25 0; no positive cosine) is not sent.
+    chosen = [i for i, t in enumerate(tools) if t.get("always_load") is True][:limit]
     ranked = sorted((i for i in range(len(tools)) if i not in chosen and scores[i] > 0),
                     key=lambda i: -scores[i])
     chosen += ranked[:max(0, limit - len(chosen))]
@@ -247,11 +274,11 @@ def _tool_search(st: State, doc: dict):
         "sent_schema_tokens": min(sent_tokens, full_tokens),
         "full_schema_tokens": full_tokens,
         "deferred_count": len(tools) - len(sent),
-        "method": "bm25",
+        "method": method,
         "token_basis": engine.counter.name,
         "basis": "inferred",
-        "scores": [round(scores[i], 6) for i in chosen],  # BM25, one per sent tool
+        "scores": [round(scores[i], 6) for i in chosen],  # BM25 or cosine, one per sent tool
     }
-    if session is not None:
-        out["session_id"] = session
+    # No session_id in the answer: the proxy keeps no tool sessions, so a later provider
+    # request's x-cave-tool-session finds none (the client reads the missing id as "none").
     return 200, dumps(out)
