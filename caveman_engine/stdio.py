@@ -17,6 +17,7 @@ then fails with ``EBADF`` instead of silently reading nothing or writing nowhere
 
 from __future__ import annotations
 
+import codecs
 import errno
 import io
 import os
@@ -91,10 +92,28 @@ def _occupy_closed() -> set[int]:
     return closed
 
 
+def _escape(exc: UnicodeError):
+    """The error handler of stderr: a byte of a file name that is not UTF-8 (which Python
+    holds as a surrogate escape) is shown as ``\\xff``, any other unencodable character as its
+    ``\\uXXXX`` escape. An error line names such a file readably and stays UTF-8."""
+    if not isinstance(exc, UnicodeEncodeError):
+        raise exc
+    out = []
+    for ch in exc.object[exc.start:exc.end]:
+        n = ord(ch)
+        out.append(f"\\x{n - 0xDC00:02x}" if 0xDC80 <= n <= 0xDCFF else f"\\u{n:04x}")
+    return "".join(out), exc.end
+
+
+codecs.register_error("caveman.escape", _escape)
+
+
 def _writer(fd: int, closed: bool, line_buffering: bool) -> io.TextIOWrapper:
+    """Stdout writes a file name that is not UTF-8 as the bytes it is (as ls does on a pipe);
+    stderr escapes it (see :func:`_escape`)."""
     raw = _Sink(fd, closed)
     return io.TextIOWrapper(io.BufferedWriter(raw, 1 << 16), encoding="utf-8",
-                            errors="backslashreplace" if fd == 2 else "strict",
+                            errors="caveman.escape" if fd == 2 else "surrogateescape",
                             line_buffering=line_buffering)
 
 
@@ -115,10 +134,29 @@ def flush() -> None:
             stream.flush()
 
 
+def one_line(text: str) -> str:
+    """``text`` as one line that cannot drive a terminal: a control or other invisible
+    character (a newline or an escape in a file name or a handle) is shown as its escape
+    (``\\n`` as ``\\x0a``). Surrogate escapes (bytes of a name that is not UTF-8) are left to
+    stderr's error handler, which shows them as ``\\xff``."""
+    if text.isprintable():
+        return text
+    out = []
+    for ch in text:
+        n = ord(ch)
+        if ch.isprintable() or ch == " " or 0xDC80 <= n <= 0xDCFF:
+            out.append(ch)
+        else:
+            out.append(f"\\x{n:02x}" if n < 0x100 else f"\\u{n:04x}" if n < 0x10000
+                       else f"\\U{n:08x}")
+    return "".join(out)
+
+
 def say(line: str) -> None:
-    """One line on stderr, best effort: when stderr itself is broken there is nobody to tell."""
+    """One line on stderr, best effort: when stderr itself is broken there is nobody to tell.
+    Whatever the line quotes (a file name, a handle) cannot break it: see :func:`one_line`."""
     try:
-        sys.stderr.write(line + "\n")
+        sys.stderr.write(one_line(line) + "\n")
         sys.stderr.flush()
     except (OutputError, OSError, ValueError):
         pass
