@@ -11,8 +11,8 @@ The functions here use the default recovery store (``CAVEMAN_CCR_DB`` / ``CAVEMA
 :class:`~caveman_engine.store.Store` to choose another.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: its import would be the first thing the console
+# script runs of ours, before launcher.py can catch Ctrl-C (see there).
 __version__ = "0.1.0"
 
 __all__ = ["compress", "detect", "retrieve", "__version__"]

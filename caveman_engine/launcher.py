@@ -12,20 +12,33 @@ are answered here without importing click (a repeated `compress` does not even l
 tokenizer, see :mod:`results`). Everything else goes to the click CLI.
 """
 
-from __future__ import annotations
-
+# Ctrl-C before the command has started (while the modules below load) ends the process as
+# SIGINT ends any program that does not catch it: quietly, the shell showing 130. This is the
+# first thing the console script runs of ours (the package's __init__ only defines
+# functions), before any other import, so that no traceback can come out of a module being
+# loaded: `_signal` and `os` are already loaded by the interpreter's start-up, and there is no
+# `from __future__ import annotations` (an import) above. What runs before this file, the
+# interpreter's own start-up and the lines pip writes into the console script (`import re`),
+# is not ours to guard: docs/cli.md says so.
+from _signal import SIG_DFL, SIGINT, signal as _set_handler  # keep first
 import os
-import sys
 
-try:  # the C module behind `signal`, whose enum wrappers cost start-up time
-    from _signal import SIGINT, signal as _set_handler
-except ImportError:  # pragma: no cover
-    from signal import SIGINT, signal as _set_handler
 
-from . import stdio
+def _die_by_sigint(signum, frame) -> None:
+    _set_handler(SIGINT, SIG_DFL)
+    os.kill(os.getpid(), SIGINT)
+    os._exit(128 + SIGINT)  # pragma: no cover - only if the signal could not end us
 
-# The reference's prefixes for a failed stdout write (spec §1.3 and the store spec's retrieve).
-_WRITE_PREFIX = {"retrieve": ""}
+
+_set_handler(SIGINT, _die_by_sigint)
+
+import sys  # noqa: E402
+
+from . import stdio  # noqa: E402
+
+# The subcommands of the groups, to name a command as typed (`store export`) in its lines.
+_GROUPS = {"store": ("path", "info", "export", "purge", "vacuum"), "evals": ("run", "tools"),
+           "toon": ("encode", "decode")}
 
 
 class Interrupted(BaseException):
@@ -36,36 +49,53 @@ def _interrupt(signum, frame) -> None:
     raise Interrupted
 
 
+def command_path(args: list[str]) -> str | None:
+    """The (sub)command as typed (``compress``, ``store export``), or None for none."""
+    if not args or args[0].startswith("-"):
+        return None
+    first = args[0]
+    for word in args[1:]:
+        if word == "--" or not word.startswith("-"):
+            if word in _GROUPS.get(first, ()):
+                return f"{first} {word}"
+            break
+    return first
+
+
 def main() -> None:
-    stdio.install()
-    _set_handler(SIGINT, _interrupt)
     args = sys.argv[1:]
-    command = args[0] if args and not args[0].startswith("-") else None
+    command = command_path(args)
     fast = False
     try:
+        _set_handler(SIGINT, _interrupt)  # from here on: one line, exit 130
+        stdio.install()
         try:
             code, fast = _dispatch(args)
         except SystemExit as exc:
-            code = _exit_code(exc.code)
+            code = _exit_code(command, exc.code)
         stdio.flush()
     except stdio.OutputError as exc:
+        _set_handler(SIGINT, _die_by_sigint)
         if exc.broken_pipe:
             stdio.die_of_sigpipe()
-        prefix = _WRITE_PREFIX.get(command, f"{command}: " if command else "caveman-engine: ")
-        stdio.say(f"{prefix}{exc}")
+        stdio.say(_line(command, str(exc)))
         code, fast = 1, False
     except (Interrupted, KeyboardInterrupt):
-        stdio.say("caveman-engine: interrupted")
+        _set_handler(SIGINT, _die_by_sigint)
+        stdio.say(_line(command, "interrupted"))
         code, fast = 130, False
     except Exception as exc:  # a bug: still one line (a traceback too in strict mode)
+        _set_handler(SIGINT, _die_by_sigint)
         if os.environ.get("CAVEMAN_STRICT") == "1":
             import traceback
 
             traceback.print_exc()
-        name = command or "caveman-engine"
         crash = type(exc).__name__ == "CompressorCrash"
-        stdio.say(f"{name}: {exc}" if crash else f"{name}: internal error: {type(exc).__name__}: {exc}")
+        stdio.say(_line(command, str(exc) if crash
+                        else f"internal error: {type(exc).__name__}: {exc}"))
         code, fast = 1, False
+    # Done: a Ctrl-C from now on (the interpreter's teardown) ends the process quietly.
+    _set_handler(SIGINT, _die_by_sigint)
     if fast:
         # A fast-path command that got here has flushed its output and closed what it
         # opened, and started no thread: the interpreter's teardown (freeing every module
@@ -74,10 +104,16 @@ def main() -> None:
     sys.exit(code)
 
 
+def _line(command: str | None, message: str) -> str:
+    return f"caveman-engine {command}: {message}" if command else f"caveman-engine: {message}"
+
+
 def _dispatch(args: list[str]) -> tuple[int, bool]:
     """The exit code, and whether the command was answered without the click CLI."""
-    if args[:1] == ["detect"] and not {"-h", "--help"} & set(args[1:]):
-        return run_detect(args[1:]), True
+    if args[:1] == ["detect"]:
+        options = args[1:args.index("--")] if "--" in args else args[1:]
+        if not {"-h", "--help"} & set(options):
+            return run_detect(args[1:]), True
     if args[:1] == ["compress"]:
         from . import compress_cmd
 
@@ -91,23 +127,23 @@ def _dispatch(args: list[str]) -> tuple[int, bool]:
     return 0, False
 
 
-def _exit_code(code) -> int:
+def _exit_code(command: str | None, code) -> int:
     if code is None:
         return 0
     if isinstance(code, int):
         return code
-    stdio.say(str(code))
+    stdio.say(_line(command, str(code)))
     return 1
 
 
 def run_detect(args: list[str]) -> int:
     """``detect [FILE]...``: one file (or stdin) prints its type; several print
-    ``FILE<TAB>type`` lines. A FILE that cannot be read is one error line (exit 1); the others
-    still print. A word starting with ``-`` (other than ``-``, and before ``--``) is a usage
-    error, exit 2."""
-    from .cmdutil import TERMINAL_USAGE, cannot_read, did_you_mean
+    ``FILE<TAB>type`` lines (the name as the bytes it was given). A FILE that cannot be read
+    is one error line (exit 1); the others still print. A word starting with ``-`` (other
+    than ``-``, and before ``--``) is a usage error, exit 2."""
+    from .cmdutil import TERMINAL_USAGE, cannot_read, option_problem, too_large
     from .detect import detect
-    from .limits import MAX_INPUT, InputTooLarge, read_bounded, read_path
+    from .limits import InputTooLarge, read_bounded, read_path
 
     paths = []
     for i, a in enumerate(args):
@@ -115,8 +151,8 @@ def run_detect(args: list[str]) -> int:
             paths += args[i + 1:]
             break
         if a.startswith("-") and a != "-":
-            stdio.say(f"caveman-engine detect: no such option: {a}"
-                      + did_you_mean(a, ["--help"]))
+            problem = option_problem(a, ["-h", "--help"], flags=("-h", "--help"))
+            stdio.say(f"caveman-engine detect: {problem or f'no such option: {a}'}")
             return 2
         paths.append(a)
     if not paths:
@@ -127,16 +163,15 @@ def run_detect(args: list[str]) -> int:
     several = len(paths) > 1
     code = 0
     for p in paths:
+        name = "stdin" if p == "-" else p
         try:
             data = read_bounded(sys.stdin.buffer) if p == "-" else read_path(p)
-        except InputTooLarge as exc:
-            stdio.say(f"read stdin: {exc}" if p == "-" else
-                      f"detect: {p}: larger than {MAX_INPUT} bytes")
+        except InputTooLarge:
+            stdio.say(cannot_read("detect", name, too_large()))
             code = 1
             continue
         except OSError as exc:
-            stdio.say(f"detect: read stdin: {exc.strerror or exc}" if p == "-"
-                      else cannot_read("detect", p, exc))
+            stdio.say(cannot_read("detect", name, exc))
             code = 1
             continue
         sys.stdout.write(f"{p}\t{detect(data)}\n" if several else detect(data) + "\n")
