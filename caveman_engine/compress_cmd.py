@@ -7,28 +7,26 @@ from __future__ import annotations
 import os
 import sys
 
-from .cmdutil import (STRICT_TYPES_ENV, bad_value, fail, open_store_or_fail, read_input,
-                      usage_error, warn, write_stdout)
+from .cmdutil import (STRICT_TYPES_ENV, bad_type, bad_value, error, open_store_or_fail, read_input,
+                      usage_error, warn, write_file, write_stdout)
 
 
 def run(paths: tuple[str, ...] | list[str], content_type: str | None, *, strict: bool = False,
         quiet: bool = False, report_path: str | None = None) -> None:
+    """Read the input, compress, write the output, then the report. The report file is
+    written only once there is a report (replaced only once complete), so a failure anywhere
+    (an unreadable input, a usage error, a full stdout) leaves an existing one untouched."""
     path = _path(paths)
     if report_path == "-":  # `-` is where the report goes anyway: stderr, not a file named -
         report_path = None
-    report_file = _open_report(report_path) if report_path else None
     data = read_input("compress", path)
-    store = open_store_or_fail()
+    store = open_store_or_fail("compress")
     output, report = _compress(store, data, content_type, strict, quiet)
     store.close()
     write_stdout(output)
     line = report + b"\n"
-    if report_file is not None:
-        try:
-            with report_file:
-                report_file.write(line)
-        except OSError as exc:
-            fail(f"compress: write report {report_path}: {exc.strerror or exc}")
+    if report_path is not None:
+        write_file("compress", report_path, line)
     elif not quiet:
         sys.stderr.buffer.write(line)
         sys.stderr.buffer.flush()
@@ -51,7 +49,7 @@ def _compress(store, data: bytes, content_type: str | None, strict: bool,
 
     result = Engine(store).compress(data, content_type)
     if result.error is not None and not result.is_clean_passthrough(data):
-        fail(f"compress: unsafe recovery failure result: {result.error_detail}")
+        error("compress", f"unsafe recovery failure result: {result.error_detail}")
     if key is not None and known:
         cache.save(key, data, result)
     return result.output, result.report()
@@ -75,12 +73,11 @@ def _check_type(content_type: str | None, strict: bool, quiet: bool) -> bool:
     from . import registry
 
     if registry.entry(content_type) is None:
-        message = "caveman-engine compress: " + bad_value(
-            "--type", content_type, [e.type for e in registry.entries()], kind="content type")
+        message = bad_type("--type", content_type, [e.type for e in registry.entries()])
         if strict or os.environ.get(STRICT_TYPES_ENV, "") == "1":
-            fail(message, 2)
+            usage_error("compress", message)
         if not quiet and sys.stderr.isatty():
-            warn(message + "; the input passes through")
+            warn(f"caveman-engine compress: {message}; the input passes through")
         return False
     if content_type in ("toolschema-safe", "toolschema-max"):
         from .catalog import rules
@@ -88,15 +85,8 @@ def _check_type(content_type: str | None, strict: bool, quiet: bool) -> bool:
         try:
             rules.select(os.environ.get(rules.ENV), strict_names=True)
         except rules.UnknownRule as exc:
-            fail(f"compress: {rules.ENV}: {exc}", 2)
+            usage_error("compress", bad_value(rules.ENV, exc.name, rules.ORDER))
     return True
-
-
-def _open_report(path: str):
-    try:
-        return open(path, "wb")
-    except OSError as exc:
-        fail(f"compress: cannot write report {path}: {exc.strerror or exc}")
 
 
 def fast_args(args: list[str]) -> tuple[str | None, list[str]] | None:
