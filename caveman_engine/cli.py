@@ -20,14 +20,19 @@ from .cmdutil import (  # noqa: F401  (re-exported for the command modules)
     TOON_USAGE,
     bad_value,
     did_you_mean,
+    error,
     fail,
+    json_bytes,
+    line,
     open_store_or_fail,
+    option_problem,
     read_input,
+    text_bytes,
+    usage_error,
     warn,
     write_file,
     write_stdout,
 )
-
 
 
 class Choice(click.Choice):
@@ -57,13 +62,18 @@ class CavemanGroup(click.Group):
 
     def main(self, args=None, prog_name=None, **extra):  # noqa: D401
         args = list(sys.argv[1:] if args is None else args)
+        if args[:1] == ["--version"] and args[1:]:
+            fail(line(None, f"unexpected argument: {' '.join(args[1:])}"), 2)
+        check_words(self, args, "caveman-engine")
         try:
             rv = super().main(args=args, prog_name=prog_name or "caveman-engine",
                               standalone_mode=False, **extra)
         except click.UsageError as exc:
             self._usage_error(exc, args)
         except click.exceptions.Abort:
-            fail("aborted")
+            from .launcher import command_path
+
+            fail(line(command_path(args), "aborted"))
         sys.exit(rv or 0)
 
     def _usage_error(self, exc: click.UsageError, args: list[str]) -> None:
@@ -120,6 +130,87 @@ class CavemanGroup(click.Group):
                 formatter.write_dl(rows)
 
 
+def _option_words(command: click.Command) -> tuple[list[str], set[str], set[str]]:
+    """The option words of ``command`` (with -h/--help), those that take no value, those that
+    take one."""
+    names, flags, valued = ["-h", "--help"], {"-h", "--help"}, set()
+    for param in command.params:
+        if isinstance(param, click.Option):
+            words = param.opts + param.secondary_opts
+            names += words
+            (flags if param.is_flag or param.count else valued).update(words)
+    return names, flags, valued
+
+
+def check_words(command: click.Command, args: list[str], where: str) -> None:
+    """Refuse, before click parses them, the option words click would misread: a single-dash
+    word longer than two characters is one word (``-output`` is no ``-o utput``, ``-type`` no
+    ``-t ype``), ``--flag=value`` gives a value to an option that takes none. Walks into the
+    subcommand named; stops at ``--`` (every word after it is a FILE or an argument) and, for
+    a command that takes the rest as its own arguments (mcp), at its first argument."""
+    names, flags, valued = _option_words(command)
+    group = isinstance(command, click.Group)
+    i = 0
+    while i < len(args):
+        word = args[i]
+        if word == "--":
+            return
+        if word.startswith("-") and word != "-":
+            problem = option_problem(word, names, flags)
+            if problem is not None:
+                fail(f"{where}: {problem}", 2)
+            i += 2 if word in valued else 1
+            continue
+        if group:
+            sub = command.get_command(None, word)
+            if sub is not None:
+                check_words(sub, args[i + 1:], f"{where} {word}")
+            return
+        if not command.allow_interspersed_args:
+            return
+        i += 1
+
+
+def nonempty(what: str):
+    """A click callback: an empty value (``--output ''``, ``--type=``) is a usage error that
+    says so, ``--output is empty: name a file``, rather than a name nothing has."""
+
+    def check(ctx, param, value):
+        values = value if isinstance(value, tuple) else (value,)
+        if any(v == "" for v in values):
+            raise click.UsageError(f"{max(param.opts, key=len)} is empty: name {what}", ctx)
+        return value
+
+    return check
+
+
+class RequiredSubcommand(click.Group):
+    """A group that needs one of its subcommands (``store``, ``evals``, ``toon``): none is
+    ``caveman-engine G: missing COMMAND (one of …)``, an unknown one ``caveman-engine G:
+    unknown subcommand: X (one of …) (did you mean Y?)``, both exit 2. ``names`` lists the
+    subcommands in the order these lines give them."""
+
+    names: tuple[str, ...] = ()
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs["invoke_without_command"] = True
+        kwargs.setdefault("context_settings", CONTEXT)
+        kwargs.setdefault("subcommand_metavar", "COMMAND [ARGS]...")
+        super().__init__(*args, **kwargs)
+
+    def resolve_command(self, ctx, args):
+        name = args[0] if args else ""
+        if self.get_command(ctx, name) is None:
+            fail(f"{ctx.command_path}: unknown subcommand: {name} (one of "
+                 f"{', '.join(self.names)}){did_you_mean(name, self.names)}", 2)
+        return super().resolve_command(ctx, args)
+
+    def invoke(self, ctx):
+        if not ctx._protected_args:
+            fail(f"{ctx.command_path}: missing COMMAND (one of {', '.join(self.names)})", 2)
+        return super().invoke(ctx)
+
+
 def _option_names(command: click.Command | None, ctx) -> list[str]:
     if command is None:
         return []
@@ -157,6 +248,8 @@ def usage_line(exc: click.UsageError, args: list[str] = (), where: str | None = 
             exc.option_name, _option_names(command, ctx))
     elif isinstance(exc, click.BadOptionUsage) and "requires an argument" in exc.message:
         message = f"option {exc.option_name} needs a value"
+    elif isinstance(exc, click.BadOptionUsage) and "does not take a value" in exc.message:
+        message = f"option {exc.option_name} does not take a value"
     elif isinstance(exc, click.MissingParameter) and exc.param is not None:
         param = exc.param
         if isinstance(param, click.Option):
@@ -276,7 +369,7 @@ def _compress_sections():
               help=f"Exit 2 on an unknown --type instead of passing the input through "
                    f"(also {STRICT_TYPES_ENV}=1).")
 @click.option("-q", "--quiet", is_flag=True, help="No report on stderr.")
-@click.option("--report", "report_path", metavar="FILE",
+@click.option("--report", "report_path", metavar="FILE", callback=nonempty("a file"),
               help="Write the report to FILE instead of stderr (`-`: stderr).")
 @click.argument("paths", nargs=-1, metavar="[FILE]")
 def compress(content_type: str | None, strict: bool, quiet: bool, report_path: str | None,
@@ -310,12 +403,12 @@ def detect(paths: tuple[str, ...]) -> None:
     """
     from .launcher import run_detect
 
-    sys.exit(run_detect(list(paths)))
+    sys.exit(run_detect(["--", *paths]))
 
 
 @cli.command(context_settings=CONTEXT,
              short_help="Print the exact original bytes behind a handle.")
-@click.option("-o", "--output", "output", metavar="FILE",
+@click.option("-o", "--output", "output", metavar="FILE", callback=nonempty("a file"),
               help="Write to FILE (replaced only once complete) instead of stdout.")
 @click.option("-q", "--quiet", is_flag=True, help="No warnings on stderr.")
 @click.argument("handle", required=False)
@@ -332,15 +425,19 @@ def retrieve(output: str | None, quiet: bool, handle: str | None, query: str | N
       caveman-engine retrieve ccr_1ee03a6d8fe3ec67fc5409c847cf129e "timeout errors"
     """
     from .engine import Engine
-    from .store import StoreError
+    from .store import InvalidHandle, NotFound, StoreError
 
     if not handle:
-        fail(f"caveman-engine retrieve: missing HANDLE ({RETRIEVE_USAGE})", 2)
-    store = open_store_or_fail()
+        usage_error("retrieve", f"missing HANDLE ({RETRIEVE_USAGE})")
+    store = open_store_or_fail("retrieve")
     try:
         data = Engine(store, counter=None).retrieve(handle, query)
+    except InvalidHandle:
+        error("retrieve", f"{handle}: malformed recovery handle")
+    except NotFound:
+        error("retrieve", f"{handle}: recovery handle not found")
     except StoreError as exc:
-        fail(f"retrieve: {exc}")
+        error("retrieve", str(exc))
     if output is not None:
         write_file("retrieve", output, data)
     else:
@@ -356,11 +453,11 @@ def stats(fmt: str, quiet: bool) -> None:
     and after, per content type, and the bytes kept against the budget."""
     from .store import StoreError
 
-    store = open_store_or_fail()
+    store = open_store_or_fail("stats")
     try:
         summary = store.summary()
     except StoreError as exc:
-        fail(f"stats: {exc}")
+        error("stats", str(exc))
     write_stdout(summary.to_json() + b"\n" if fmt == "json" else _stats_text(summary).encode())
 
 
@@ -404,41 +501,58 @@ def registry(show_all: bool, fmt: str | None, quiet: bool) -> None:
         else:
             write_stdout(_registry.manifest() + b"\n")
     except _registry.RegistryError as exc:
-        fail(f"registry: {exc}")
+        error("registry", str(exc))
 
 
-@cli.command(context_settings=CONTEXT, short_help="Convert JSON to TOON and back.")
-@click.argument("verb", required=False)
+class ToonGroup(RequiredSubcommand):
+    names = ("encode", "decode")
+
+
+TOON_HELP = """Convert JSON to TOON (encode) or TOON back to JSON (decode), FILE or stdin to stdout.
+
+TOON writes uniform arrays of objects as a header and rows, which costs fewer tokens;
+encode refuses (exit 1) anything it cannot round-trip exactly.
+
+\b
+Examples:
+  caveman-engine toon encode users.json > users.toon
+  caveman-engine toon decode users.toon
+"""
+
+
+@cli.group(cls=ToonGroup, help=TOON_HELP, short_help="Convert JSON to TOON and back.")
+def toon() -> None:
+    pass
+
+
+@toon.command("encode", context_settings=CONTEXT,
+              short_help="JSON to TOON (refused when it would not round-trip).")
 @click.argument("path", required=False, metavar="[FILE]")
-def toon(verb: str | None, path: str | None) -> None:
-    """Convert JSON to TOON (encode) or TOON back to JSON (decode), FILE or stdin to stdout.
-
-    TOON writes uniform arrays of objects as a header and rows, which costs fewer tokens;
-    encode refuses (exit 1) anything it cannot round-trip exactly.
-
-    \b
-    Examples:
-      caveman-engine toon encode users.json > users.toon
-      caveman-engine toon decode users.toon
-    """
-    if verb is None:
-        fail(f"caveman-engine toon: missing VERB ({TOON_USAGE})", 2)
-    if verb not in ("encode", "decode"):
-        fail(f"caveman-engine toon: {bad_value('VERB', verb, ['encode', 'decode'])}", 2)
-    data = read_input("toon", path)
+def toon_encode(path: str | None) -> None:
+    """Write JSON FILE (or stdin) as TOON on stdout; exit 1, writing nothing, when TOON
+    cannot give back exactly the same JSON (invalid JSON, or a nested or non-uniform shape)."""
     from .compressors import toon as _toon
 
-    if verb == "encode":
-        try:
-            out = _toon.encode(data)
-        except ValueError:
-            fail("toon encode: not losslessly TOON-encodable (invalid JSON, or nested/non-uniform"
-                 " shape); keep JSON")
-    else:
-        try:
-            out = _toon.decode(data)
-        except ValueError:
-            fail("toon decode: not valid TOON")
+    data = read_input("toon encode", path)
+    try:
+        out = _toon.encode(data)
+    except ValueError:
+        error("toon encode", "not losslessly TOON-encodable (invalid JSON, or nested/non-uniform"
+                             " shape); keep JSON")
+    write_stdout(out)
+
+
+@toon.command("decode", context_settings=CONTEXT, short_help="TOON back to JSON.")
+@click.argument("path", required=False, metavar="[FILE]")
+def toon_decode(path: str | None) -> None:
+    """Write TOON FILE (or stdin) back as JSON on stdout; exit 1 when it is not valid TOON."""
+    from .compressors import toon as _toon
+
+    data = read_input("toon decode", path)
+    try:
+        out = _toon.decode(data)
+    except ValueError:
+        error("toon decode", "not valid TOON")
     write_stdout(out)
 
 
