@@ -347,7 +347,9 @@ def resolve_path(*, create: bool = False) -> str:
         try:
             _mkdir_all(home, 0o700)
         except OSError as exc:
-            raise StoreError(f"cannot create ~/.caveman: {exc}") from None
+            why = ("exists and is not a directory" if isinstance(exc, FileExistsError)
+                   else exc.strerror or str(exc))
+            raise StoreError(f"cannot create {home}: {why}") from None
     return os.path.join(home, "ccr.db")
 
 
@@ -1609,19 +1611,20 @@ def _check_dest(dest: str) -> None:
 def _export_dir(store, dest, entries, names, force, warn) -> ExportResult:
     """Every file is first written into a private staging directory inside ``dest`` and moved
     into place only once all are complete: on any failure the staging directory, the files
-    already moved and the directories this export created are removed again, so a failed
-    export leaves nothing behind (with ``--force``, files already replaced stay replaced)."""
+    already moved and the directory this export created are removed again, so a failed
+    export leaves nothing behind (with ``--force``, files already replaced stay replaced).
+    ``dest`` itself may be created, its missing parents never are."""
     created: list[str] = []
     try:
         st = os.stat(dest)
     except FileNotFoundError:
         try:
-            created = _mkdir_tracked(dest, 0o700)
+            os.mkdir(dest, 0o700)
         except OSError as exc:
-            _remove_dirs(created)
-            raise ExportError(f"export: cannot create {dest}: {exc.strerror or exc}") from None
+            raise ExportError(f"export: cannot write {dest}: {exc.strerror or exc}") from None
+        created = [os.path.abspath(dest)]
     except OSError as exc:
-        raise ExportError(f"export: {dest}: {exc.strerror or exc}") from None
+        raise ExportError(f"export: cannot write {dest}: {exc.strerror or exc}") from None
     else:
         if not stat.S_ISDIR(st.st_mode):
             raise ExportError(f"export: {dest} exists and is not a directory"
@@ -1673,7 +1676,8 @@ def _export_dir(store, dest, entries, names, force, warn) -> ExportResult:
                 moved.append(dst)
             _fsync_dir(dest)
         except OSError as exc:
-            raise ExportError(f"export: {exc.filename or dest}: {exc.strerror or exc}") from None
+            raise ExportError(f"export: write {exc.filename or dest}: {exc.strerror or exc}"
+                              ) from None
     except BaseException:
         if not force:
             for path in moved:
@@ -1749,13 +1753,23 @@ def _fsync_dir(path: str) -> None:
 
 
 def _export_tar(store, dest, entries, names, force, warn) -> ExportResult:
+    """The archive is written beside ``dest`` and linked (or, with --force, renamed) into
+    place once complete. An existing ``dest`` that is no regular file (a device, a FIFO) is
+    written in place, never replaced; a missing parent directory is never created."""
     import io
     import tarfile
 
-    if os.path.lexists(dest) and not force:
-        raise ExportError(f"export: {dest} exists (use --force to overwrite)")
-    if os.path.isdir(dest):
+    try:
+        st = os.stat(dest)
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        raise ExportError(f"export: cannot write {dest}: {exc.strerror or exc}") from None
+    in_place = st is not None and not stat.S_ISREG(st.st_mode) and not stat.S_ISDIR(st.st_mode)
+    if st is not None and stat.S_ISDIR(st.st_mode):
         raise ExportError(f"export: {dest} is a directory")
+    if os.path.lexists(dest) and not force and not in_place:
+        raise ExportError(f"export: {dest} exists (use --force to overwrite)")
     tmp = os.path.join(os.path.dirname(os.path.abspath(dest)),
                        f".{os.path.basename(dest)}.{os.getpid()}.tmp")
     result = ExportResult(dest, archive=True)
@@ -1771,11 +1785,18 @@ def _export_tar(store, dest, entries, names, force, warn) -> ExportResult:
 
     ours = False
     try:
-        fd = _open_new(tmp)
-        ours = True
+        try:
+            if in_place:
+                fd = os.open(dest, os.O_WRONLY | getattr(os, "O_CLOEXEC", 0))
+            else:
+                fd = _open_new(tmp)
+                ours = True
+        except OSError as exc:
+            raise ExportError(f"export: cannot write {dest}: {exc.strerror or exc}") from None
         with os.fdopen(fd, "wb") as raw:
-            with tarfile.open(fileobj=raw, mode="w:gz" if not dest.endswith(".tar") else "w",
-                              format=tarfile.PAX_FORMAT) as tar:
+            # a device or FIFO cannot seek: tarfile's stream mode (`|`) never does
+            mode = ("w|" if in_place else "w:") + ("" if dest.endswith(".tar") else "gz")
+            with tarfile.open(fileobj=raw, mode=mode, format=tarfile.PAX_FORMAT) as tar:
                 manifest = bytearray()
                 for e, name, meta_name, data, meta, line in _originals(
                         store, entries, names, result, warn):
@@ -1786,11 +1807,12 @@ def _export_tar(store, dest, entries, names, force, warn) -> ExportResult:
                     manifest += line
                 tar.addfile(*member(MANIFEST, bytes(manifest), None))
             raw.flush()
-            os.fsync(raw.fileno())
-        if force:
+            if not in_place:
+                os.fsync(raw.fileno())
+        if force and not in_place:
             os.replace(tmp, dest)
             ours = False
-        else:
+        elif not in_place:
             try:
                 os.link(tmp, dest)  # fails if dest appeared meanwhile: never replaced silently
             except FileExistsError:
@@ -1801,7 +1823,7 @@ def _export_tar(store, dest, entries, names, force, warn) -> ExportResult:
                 os.rename(tmp, dest)
                 ours = False
     except OSError as exc:
-        raise ExportError(f"export: {exc.filename or dest}: {exc.strerror or exc}") from None
+        raise ExportError(f"export: write {dest}: {exc.strerror or exc}") from None
     finally:
         if ours:
             try:

@@ -10,7 +10,6 @@ usage errors exit 2. Nothing here creates a store that does not exist yet.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import sys
@@ -18,10 +17,10 @@ import time
 
 import click
 
-from .cli import (CONTEXT, FORMAT, did_you_mean, fail, open_store_or_fail, usage_line, warn,
-                  write_stdout)
+from .cli import (FORMAT, RequiredSubcommand, error, fail, json_bytes, open_store_or_fail,
+                  text_bytes, usage_error, usage_line, warn, write_stdout)
 
-SUBCOMMANDS = "path, info, vacuum, export, purge"
+SUBCOMMANDS = ("path", "info", "export", "purge", "vacuum")
 _AGE = re.compile(r"([0-9]+)([smhdw])")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
@@ -37,15 +36,9 @@ class StoreCommand(click.Command):
                  2)
 
 
-class StoreGroup(click.Group):
+class StoreGroup(RequiredSubcommand):
     command_class = StoreCommand
-
-    def resolve_command(self, ctx, args):
-        name = args[0] if args else ""
-        if self.get_command(ctx, name) is None:
-            fail(f"caveman-engine store: unknown subcommand: {name} (one of {SUBCOMMANDS})"
-                 f"{did_you_mean(name, SUBCOMMANDS.split(', '))}", 2)
-        return super().resolve_command(ctx, args)
+    names = SUBCOMMANDS
 
 
 class Age(click.ParamType):
@@ -77,25 +70,23 @@ Examples:
 """
 
 
-@click.group("store", cls=StoreGroup, invoke_without_command=True, context_settings=CONTEXT,
-             help=STORE_HELP, short_help="See, vacuum, back up and purge the recovery store.")
-@click.pass_context
-def store(ctx: click.Context) -> None:
-    if ctx.invoked_subcommand is None:
-        click.echo(ctx.get_help())
+@click.group("store", cls=StoreGroup, help=STORE_HELP,
+             short_help="See, vacuum, back up and purge the recovery store.")
+def store() -> None:
+    pass
 
 
 # --------------------------------------------------------------------------- helpers
 
 
-def _path() -> str:
+def _path(command: str) -> str:
     """The store's path as ``compress`` resolves it, without creating anything."""
     from .store import StoreError, resolve_path
 
     try:
         return resolve_path(create=False)
     except StoreError as exc:
-        fail(f"cannot locate recovery store: {exc}")
+        error(command, f"cannot locate recovery store: {exc}")
 
 
 def _shown(path: str) -> str:
@@ -110,9 +101,9 @@ def _shown(path: str) -> str:
 
 def _emit(fmt: str, doc: dict, text: str) -> None:
     if fmt == "json":
-        write_stdout(json.dumps(doc, indent=2, ensure_ascii=False).encode() + b"\n")
+        write_stdout(json_bytes(doc, indent=2) + b"\n")
     else:
-        write_stdout(text.encode())
+        write_stdout(text_bytes(text))
 
 
 def _human(n: int) -> str:
@@ -180,7 +171,7 @@ def path_command(quiet: bool) -> None:
     Example:
       ls -l "$(caveman-engine store path)"*
     """
-    write_stdout((_shown(_path()) + "\n").encode())
+    write_stdout(text_bytes(_shown(_path("store path")) + "\n"))
 
 
 # --------------------------------------------------------------------------- info
@@ -201,7 +192,7 @@ def info(fmt: str, quiet: bool) -> None:
     """
     from .store import StoreError, disk_usage, exists
 
-    path = _path()
+    path = _path("store info")
     shown = _shown(path)
     if not exists(path):
         _emit(fmt, {"path": shown, "exists": False},
@@ -209,13 +200,13 @@ def info(fmt: str, quiet: bool) -> None:
               "first compress that rewrites something creates it)\n")
         return
     disk = disk_usage(path)
-    s = open_store_or_fail()
+    s = open_store_or_fail("store info")
     try:
         i = s.info()
         if not s.is_local:
             disk = s.disk_usage()
     except StoreError as exc:
-        fail(f"store info: {exc}")
+        error("store info", str(exc))
     finally:
         s.close()
     on_disk = sum(disk.values())
@@ -274,7 +265,7 @@ def vacuum(fmt: str, quiet: bool) -> None:
     """
     from .store import MEMORY, StoreError, disk_usage, exists
 
-    path = _path()
+    path = _path("store vacuum")
     shown = _shown(path)
     if not exists(path) or path == MEMORY:
         why = "does not exist yet" if path != MEMORY else "is in memory"
@@ -283,21 +274,21 @@ def vacuum(fmt: str, quiet: bool) -> None:
               f"the recovery store {shown} {why}; nothing to vacuum\n")
         return
     before = sum(disk_usage(path).values())
-    s = open_store_or_fail()
+    s = open_store_or_fail("store vacuum")
     try:
         if not s.is_local:
             before = sum(s.disk_usage().values())
         complete = s.vacuum()
         after = None if s.is_local else sum(s.disk_usage().values())
     except StoreError as exc:
-        fail(f"store vacuum: {exc}")
+        error("store vacuum", str(exc))
     finally:
         s.close()
     if after is None:
         after = sum(disk_usage(path).values())
     if not complete:
-        warn("store vacuum: another process is reading the store, so its write-ahead log "
-             "(-wal) was not truncated; run vacuum again later", quiet)
+        warn("caveman-engine store vacuum: another process is reading the store, so its "
+             "write-ahead log (-wal) was not truncated; run vacuum again later", quiet)
     _emit(fmt, {"path": shown, "exists": True, "before_bytes": before, "after_bytes": after,
                 "reclaimed_bytes": max(0, before - after), "wal_truncated": complete},
           f"vacuumed {shown}: {before} -> {after} bytes on disk "
@@ -330,23 +321,26 @@ def export(dest: str, types: tuple[str, ...], older: int | None, force: bool, fm
     from .store import ExportError, StoreError, exists, export_originals
 
     if not dest.strip() or "\x00" in dest:  # "" would be the current directory
-        fail("caveman-engine store export: DEST is empty: name a directory or a .tar or "
-             ".tar.gz file", 2)
-    path = _path()
-    if not exists(path):
-        fail(f"store export: no recovery store at {_shown(path)}; nothing to export")
-    s = open_store_or_fail()
+        usage_error("store export", "DEST is empty: name a directory or a .tar or .tar.gz file")
+    path = _path("store export")
+    shown = _shown(path)
+    if not exists(path):  # as purge and vacuum: nothing to do is no error
+        _emit(fmt, {"path": shown, "exists": False, "dest": dest, "count": 0, "bytes": 0},
+              f"no recovery store at {shown}; nothing to export\n")
+        return
+    s = open_store_or_fail("store export")
     try:
         result = export_originals(s, dest, _selection(types, older), force=force,
-                                  warn=lambda line: warn(f"store {line}", quiet))
+                                  warn=lambda text: warn(f"caveman-engine store {text}", quiet))
     except ExportError as exc:
-        fail(f"store {exc}")
+        fail(f"caveman-engine store {exc}")
     except StoreError as exc:
-        fail(f"store export: {exc}")
+        error("store export", str(exc))
     finally:
         s.close()
     if result.count == 0:
-        warn("store export: no original matched; the export holds an empty manifest", quiet)
+        warn("caveman-engine store export: no original matched; the export holds an empty "
+             "manifest", quiet)
     doc = {"dest": dest, "format": "tar" if result.archive else "directory",
            "count": result.count, "bytes": result.bytes}
     if result.mismatched:
@@ -383,43 +377,43 @@ def purge(older: int | None, types: tuple[str, ...], everything: bool, yes: bool
     from .store import StoreError, exists
 
     if everything and (older is not None or types):
-        fail("caveman-engine store purge: --all cannot be combined with --older-than or "
-             "--type", 2)
+        usage_error("store purge", "--all cannot be combined with --older-than or --type")
     if not everything and older is None and not types:
-        fail("caveman-engine store purge: say what to delete: --older-than AGE and/or "
-             "--type T, or --all", 2)
+        usage_error("store purge", "say what to delete: --older-than AGE and/or --type T, or "
+                                   "--all")
     if not yes and not dry_run and not sys.stdin.isatty():
-        fail("caveman-engine store purge: stdin is not a terminal, so it cannot ask; add "
-             "--yes to delete without asking (or --dry-run to see what would go)", 2)
+        usage_error("store purge", "stdin is not a terminal, so it cannot ask; add --yes to "
+                                   "delete without asking (or --dry-run to see what would go)")
     selection = _selection(types, older)
-    path = _path()
+    path = _path("store purge")
     shown = _shown(path)
     if not exists(path):
         _emit(fmt, {"path": shown, "exists": False, "dry_run": dry_run, "count": 0,
                     "bytes": 0, "by_type": {}, "handles": []},
               f"no recovery store at {shown}; nothing to purge\n")
         return
-    s = open_store_or_fail()
+    s = open_store_or_fail("store purge")
     try:
         plan = s.purge(selection, dry_run=True)
         if plan.count == 0 and types:
             present = sorted({e.content_type for e in s.entries()})
-            warn(f"store purge: no original matched; types in the store: "
+            warn(f"caveman-engine store purge: no original matched; types in the store: "
                  f"{', '.join(present) or 'none'}", quiet)
         if dry_run or plan.count == 0:
             _report(fmt, shown, plan, s.max_bytes, dry_run)
             return
         if not yes and not _confirm(f"Delete {plan.count} originals ({plan.bytes} bytes: "
                                     f"{_types_text(plan.by_type)}) from {shown}?"):
-            fail("store purge: not confirmed; nothing deleted")
+            error("store purge", "not confirmed; nothing deleted")
         done = s.purge(selection, only={(e.kind, e.key) for e in plan.entries})
     except StoreError as exc:
-        fail(f"store purge: {exc}")
+        error("store purge", str(exc))
     finally:
         s.close()
     _report(fmt, shown, done, s.max_bytes, False)
     if done.count:
-        warn("store purge: the file keeps its size until `caveman-engine store vacuum`", quiet)
+        warn("caveman-engine store purge: the file keeps its size until `caveman-engine store "
+             "vacuum`", quiet)
 
 
 def _confirm(question: str) -> bool:
