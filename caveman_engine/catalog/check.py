@@ -53,7 +53,7 @@ def load_baseline(path: Path) -> dict[str, Any]:
     try:
         doc = json.loads(path.read_bytes())
     except OSError as exc:
-        raise BaselineError(f"cannot read baseline {path}: {exc.strerror or exc}") from None
+        raise BaselineError(f"cannot read {path}: {exc.strerror or exc}") from None
     except ValueError as exc:
         raise BaselineError(f"baseline {path} is not JSON: {exc}") from None
     if (

@@ -13,7 +13,8 @@ from pathlib import Path
 import click
 
 from ..cli import FORMAT as FORMATS
-from ..cmdutil import TERMINAL_USAGE, bad_value, cannot_read
+from ..cli import nonempty
+from ..cmdutil import TERMINAL_USAGE, bad_type, bad_value, fail, line, read_input
 from . import envelope
 
 # Exit code of a FILE that cannot be read, per command (see the module's docstring).
@@ -21,8 +22,7 @@ _UNREADABLE = {"measure": 1}
 
 
 def _fail(command: str, message: str, code: int = 2) -> None:
-    click.echo(f"{command}: {message}", err=True)
-    sys.exit(code)
+    fail(line(command, message), code)
 
 
 def _source(command: str, source: str | None) -> str:
@@ -31,35 +31,22 @@ def _source(command: str, source: str | None) -> str:
     if source is not None:
         return source
     if sys.stdin.isatty():
-        click.echo(TERMINAL_USAGE[command], err=True)
-        sys.exit(2)
+        fail(TERMINAL_USAGE[command], 2)
     return "-"
 
 
-def _read(command: str, source: str) -> bytes:
-    from ..limits import MAX_INPUT
+def _name(source: str) -> str:
+    return "stdin" if source == "-" else source
 
-    try:
-        if source == "-":
-            data = sys.stdin.buffer.read(MAX_INPUT + 1)
-        else:
-            with open(source, "rb") as f:
-                data = f.read(MAX_INPUT + 1)
-    except OSError as exc:
-        click.echo(f"{command}: read stdin: {exc.strerror or exc}" if source == "-"
-                   else cannot_read(command, source, exc), err=True)
-        sys.exit(_UNREADABLE.get(command, 2))
-    if len(data) > MAX_INPUT:
-        _fail(command, f"{source} exceeds {MAX_INPUT} bytes")
-    return data
+
+def _read(command: str, source: str) -> bytes:
+    return read_input(command, source, _UNREADABLE.get(command, 2))
 
 
 def _unknown_type(command: str, content_type: str) -> None:
     from .. import registry
 
-    _fail(f"caveman-engine {command}",
-          bad_value("--type", content_type, [e.type for e in registry.entries()],
-                    kind="or unavailable content type"))
+    _fail(command, bad_type("--type", content_type, [e.type for e in registry.entries()]))
 
 
 def _load(command: str, source: str):
@@ -67,23 +54,35 @@ def _load(command: str, source: str):
     try:
         return data, envelope.load(data)
     except envelope.CatalogError as exc:
-        _fail(command, f"{source}: {exc}")
+        _fail(command, f"{_name(source)}: {exc}")
+
+
+def _require_catalog(command: str, source: str, doc) -> None:
+    """A catalog (or one JSON Schema, which the catalog types also rewrite), or exit 2."""
+    if not (envelope.is_catalog(doc) or envelope.is_bare_schema(doc)):
+        _fail(command, f"{_name(source)}: no tools found (expected an OpenAI, Anthropic or MCP "
+                       "catalog)")
+    if envelope.depth(doc) > envelope.MAX_DEPTH:
+        _fail(command, f"{_name(source)}: nested deeper than {envelope.MAX_DEPTH} levels")
 
 
 def _rules_env(command: str, rules: str | None, disabled: tuple[str, ...]) -> None:
-    """Apply --rules / --disable-rule to this process (the compressors read the env var)."""
+    """Apply --rules / --disable-rule to this process (the compressors read the env var). A
+    rule name that does not exist is refused like any choice value, naming where it came
+    from: ``--disable-rule defs_inlin: not one of … (did you mean defs_inline?)``."""
     from . import rules as _rules
 
-    spec = [rules] if rules else ([os.environ[_rules.ENV]] if os.environ.get(_rules.ENV) else [])
-    spec += [f"-{d}" for d in disabled]
-    if not spec:
+    given = ([("--rules", rules)] if rules else
+             [(_rules.ENV, os.environ[_rules.ENV])] if os.environ.get(_rules.ENV) else [])
+    given += [("--disable-rule", f"-{d}") for d in disabled]
+    if not given:
         return
-    joined = ",".join(spec)
-    try:
-        _rules.select(joined, strict_names=True)
-    except _rules.UnknownRule as exc:
-        _fail(command, str(exc))
-    os.environ[_rules.ENV] = joined
+    for option, spec in given:
+        try:
+            _rules.select(spec, strict_names=True)
+        except _rules.UnknownRule as exc:
+            _fail(command, bad_value(option, exc.name, _rules.ORDER))
+    os.environ[_rules.ENV] = ",".join(spec for _, spec in given)
 
 
 def _write(data: bytes | str) -> None:
@@ -110,6 +109,7 @@ def _rule_options(f):
 @click.argument("source", required=False, metavar="[FILE|-]")
 @click.option("--format", "fmt", type=FORMATS, default="text", help="text table or JSON.")
 @click.option("--type", "content_type", metavar="TYPE", default=None,
+              callback=nonempty("a content type"),
               help="Also show each tool after compress --type TYPE (e.g. toolschema-max).")
 @_rule_options
 def measure(source: str, fmt: str, content_type: str | None, rules, disabled) -> None:
@@ -132,7 +132,7 @@ def measure(source: str, fmt: str, content_type: str | None, rules, disabled) ->
     try:
         m = _m.measure_doc(doc, count)
     except envelope.CatalogError as exc:
-        _fail("measure", f"{source}: {exc}")
+        _fail("measure", f"{_name(source)}: {exc}")
     after = None
     if content_type:
         from .diff import UnknownType, run_compressor
@@ -157,7 +157,7 @@ def measure(source: str, fmt: str, content_type: str | None, rules, disabled) ->
 @click.command("check")
 @click.argument("source", metavar="FILE")
 @click.option("--baseline", "-b", "baseline", required=True, metavar="B",
-              type=click.Path(dir_okay=False), help="Baseline JSON (per-tool token counts).")
+              callback=nonempty("a file"), help="Baseline JSON (per-tool token counts).")
 @click.option("--max-increase", "max_increase", default="0", metavar="5%|N",
               help="Allowed growth of the total: a percentage of the baseline or a token count.")
 @click.option("--max-total", "max_total", type=click.IntRange(min=0), default=None, metavar="N",
@@ -178,8 +178,7 @@ def check(source, baseline, max_increase, max_total, max_tool, update, fmt) -> N
     Example:
       caveman-engine check tools.json -b tools.baseline.json --max-increase 5%
     """
-    import json
-
+    from ..cmdutil import json_bytes, text_bytes, write_file
     from . import check as _c
     from . import measure as _m
 
@@ -191,15 +190,12 @@ def check(source, baseline, max_increase, max_total, max_tool, update, fmt) -> N
     try:
         m = _m.measure_doc(doc)
     except envelope.CatalogError as exc:
-        _fail("check", f"{source}: {exc}")
+        _fail("check", f"{_name(source)}: {exc}")
     path = Path(baseline)
     if update:
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(_c.baseline_json(m))
-        except OSError as exc:
-            _fail("check", f"cannot write baseline {path}: {exc.strerror or exc}")
-        click.echo(f"wrote {path}: {m.total} tokens across {len(m.in_order)} tools ({m.tokenizer})")
+        write_file("check", baseline, _c.baseline_json(m))
+        _write(text_bytes(f"wrote {baseline}: {m.total} tokens across {len(m.in_order)} tools "
+                          f"({m.tokenizer})\n"))
         return
     try:
         base = _c.load_baseline(path)
@@ -214,7 +210,7 @@ def check(source, baseline, max_increase, max_total, max_tool, update, fmt) -> N
             "new": [{"name": n, "tokens": t} for n, t in v.added],
             "removed": [{"name": n, "baseline": t} for n, t in v.removed],
         }
-        _write(json.dumps(out, indent=2, ensure_ascii=False) + "\n")
+        _write(json_bytes(out, indent=2) + b"\n")
     else:
         _write(_c.render(v, m.tokenizer))
     sys.exit(0 if v.ok else 1)
@@ -222,6 +218,7 @@ def check(source, baseline, max_increase, max_total, max_tool, update, fmt) -> N
 
 @click.command("diff")
 @click.option("--type", "content_type", required=True, metavar="TYPE",
+              callback=nonempty("a content type"),
               help="Content type compress would run (e.g. toolschema-safe).")
 @click.option("--exit-code", "exit_code", is_flag=True, help="Exit 1 when anything would change.")
 @click.option("--format", "fmt", type=FORMATS, default="text",
@@ -245,7 +242,8 @@ def diff(content_type: str, exit_code: bool, fmt: str, quiet: bool, source: str,
 
     source = _source("diff", source)
     _rules_env("diff", rules, disabled)
-    data = _read("diff", source)
+    data, doc = _load("diff", source)
+    _require_catalog("diff", source, doc)
     try:
         res = _d.diff_bytes(content_type, data)
     except _d.UnknownType:
@@ -312,10 +310,7 @@ def verify(original: str, rewritten: str, examples: int, min_instances: int, fmt
     _, a = _load("verify", original)
     _, b = _load("verify", rewritten)
     for src, doc in ((original, a), (rewritten, b)):
-        if not (envelope.is_catalog(doc) or envelope.is_bare_schema(doc)):
-            _fail("verify", f"{src}: no tools found (expected an OpenAI, Anthropic or MCP catalog)")
-        if envelope.depth(doc) > envelope.MAX_DEPTH:
-            _fail("verify", f"{src}: nested deeper than {envelope.MAX_DEPTH} levels")
+        _require_catalog("verify", src, doc)
     def show(done: int, total: int) -> None:
         sys.stderr.write(f"\rverify: {done}/{total} tools")
         sys.stderr.flush()

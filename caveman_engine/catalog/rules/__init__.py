@@ -41,7 +41,11 @@ ENV = "CAVEMAN_SAFE_RULES"
 
 
 class UnknownRule(ValueError):
-    pass
+    """A rule name that is not one of :data:`ORDER`; ``name`` is that name."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"unknown safe rule: {name} (known: {', '.join(ORDER)})")
+        self.name = name
 
 
 @dataclass
@@ -82,7 +86,7 @@ def select(spec: str | None, *, strict_names: bool = False) -> tuple[str, ...]:
         name = name.strip().replace("-", "_")
         if name not in ORDER:
             if strict_names:
-                raise UnknownRule(f"unknown safe rule: {name} (known: {', '.join(ORDER)})")
+                raise UnknownRule(name)
             continue
         if sign == "-":
             enabled.discard(name)
