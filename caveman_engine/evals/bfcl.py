@@ -25,7 +25,9 @@ resolved the same way, member by member.
 from __future__ import annotations
 
 import json
+import os
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -58,6 +60,15 @@ FLOAT_NOTE = " This is a float type value."
 
 class DatasetError(ValueError):
     """A dataset cannot be read (one line, for the CLI)."""
+
+
+class Unreadable(DatasetError):
+    """A dataset FILE (or stdin) that cannot be read at all: ``name`` and ``reason``."""
+
+    def __init__(self, name: str, reason: str) -> None:
+        super().__init__(f"cannot read {name}: {reason}")
+        self.name = name
+        self.reason = reason
 
 
 @dataclass
@@ -206,11 +217,14 @@ def package_data_dir() -> Path | None:
     return None
 
 
-def _read_jsonl(path: Path) -> list[dict]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise DatasetError(f"cannot read {path}: {exc.strerror or exc}") from None
+def _read_jsonl(path: Path, text: str | None = None) -> list[dict]:
+    if text is None:
+        try:
+            text = path.read_bytes().decode("utf-8")
+        except OSError as exc:
+            raise Unreadable(str(path), exc.strerror or str(exc)) from None
+        except UnicodeDecodeError:
+            raise DatasetError(f"{path}: not UTF-8 text") from None
     out = []
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
@@ -297,13 +311,15 @@ def is_bfcl_file(path: Path) -> bool:
 # --------------------------------------------------------------------------- user JSONL
 
 
-def load_user_jsonl(path: Path, limit: int | None = None) -> list[Case]:
+def load_user_jsonl(path: Path, limit: int | None = None, *, text: str | None = None,
+                    label: str | None = None) -> list[Case]:
     """``{"catalog", "query", "expected_tool"[, "arguments"][, "id"]}`` a line. ``catalog`` is a
     path (relative to the JSONL file) or the catalog itself; ``expected_tool`` a name or a list
-    of acceptable names; ``arguments`` makes a ground-truth call on the first expected tool."""
+    of acceptable names; ``arguments`` makes a ground-truth call on the first expected tool.
+    ``text``: the file's content, already read (stdin)."""
     cache: dict[str, Any] = {}
     cases = []
-    for n, row in enumerate(_read_jsonl(path), 1):
+    for n, row in enumerate(_read_jsonl(path, text), 1):
         if limit is not None and len(cases) >= limit:
             break
         where = f"{path}:{n}"
@@ -342,7 +358,7 @@ def load_user_jsonl(path: Path, limit: int | None = None) -> list[Case]:
             if not isinstance(row["arguments"], dict):
                 raise DatasetError(f"{where}: 'arguments' must be an object")
             calls.append((expected[0], row["arguments"]))
-        cases.append(Case(str(row.get("id", n)), path.stem, query,
+        cases.append(Case(str(row.get("id", n)), label or path.stem, query,
                           [{"role": "user", "content": query}], catalog, expected, calls))
     return cases
 
@@ -350,10 +366,21 @@ def load_user_jsonl(path: Path, limit: int | None = None) -> list[Case]:
 # --------------------------------------------------------------------------- datasets
 
 
-def resolve(spec: str, limit: int | None = None) -> list[list[Case]]:
-    """A DATASET argument → lists of cases (one per dataset shown): a BFCL category name (or
-    ``bfcl`` for all eight) read from the installed ``bfcl-eval``; a BFCL data directory; a BFCL
-    question file; or a user JSONL file."""
+def resolve(spec: str, limit: int | None = None, stdin=None) -> list[list[Case]]:
+    """A DATASET argument → lists of cases (one per dataset shown): a BFCL data directory; a
+    BFCL question file; a user JSONL file (``-``: ``stdin``, a binary stream); or, when no
+    such path exists, a BFCL category name (or ``bfcl`` for all eight) read from the installed
+    ``bfcl-eval``. Any other word is a FILE: :class:`Unreadable` when it cannot be read."""
+    if spec == "-":
+        try:
+            raw = (stdin if stdin is not None else sys.stdin.buffer).read()
+        except OSError as exc:
+            raise Unreadable("stdin", exc.strerror or str(exc)) from None
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise DatasetError("stdin: not UTF-8 text") from None
+        return [load_user_jsonl(Path("-"), limit, text=text, label="stdin")]
     path = Path(spec)
     if path.is_dir():
         return load_bfcl_dir(path, None, limit)
@@ -361,11 +388,10 @@ def resolve(spec: str, limit: int | None = None) -> list[list[Case]]:
         if is_bfcl_file(path):
             return [load_bfcl_file(path, None, limit)]
         return [load_user_jsonl(path, limit)]
-    if spec == "bfcl" or spec in CATEGORIES:
+    if not os.path.lexists(spec) and (spec == "bfcl" or spec in CATEGORIES):
         data = package_data_dir()
         if data is None:
             raise DatasetError("BFCL data needs the bfcl-eval package (its data files only): "
                                "pip install --no-deps bfcl-eval")
         return load_bfcl_dir(data, None if spec == "bfcl" else [spec], limit)
-    raise DatasetError(f"unknown dataset {spec!r}: a BFCL category "
-                       f"({', '.join(CATEGORIES)}, or bfcl for all), a directory or a file")
+    return [load_user_jsonl(path, limit)]  # a FIFO, a device, or what cannot be read

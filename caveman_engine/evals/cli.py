@@ -12,8 +12,9 @@ import sys
 
 import click
 
-RUN_USAGE = "usage: caveman-engine evals run [--fixtures DIR]"
-SUBCOMMANDS = "run, tools"
+from ..cli import RequiredSubcommand, nonempty
+
+SUBCOMMANDS = ("run", "tools")
 
 
 def _fail(message: str, code: int = 1) -> None:
@@ -35,9 +36,10 @@ class _UsageOnError:
             _fail(usage_line(exc, args, where=where, command=self), 2)
 
 
-class EvalsGroup(_UsageOnError, click.Group):
+class EvalsGroup(_UsageOnError, RequiredSubcommand):
     """``run`` plus subcommands defined in sibling modules, imported on first use."""
 
+    names = SUBCOMMANDS
     lazy = {"tools": ("caveman_engine.evals.tools", "tools_command")}
 
     def get_command(self, ctx, name):
@@ -64,15 +66,6 @@ class EvalsGroup(_UsageOnError, click.Group):
                 pass
         return sorted(names)
 
-    def resolve_command(self, ctx, args):
-        if not args or self.get_command(ctx, args[0]) is None:
-            from ..cmdutil import did_you_mean
-
-            name = args[0] if args else ""
-            _fail(f"caveman-engine evals: unknown subcommand: {name} (one of {SUBCOMMANDS})"
-                  f"{did_you_mean(name, SUBCOMMANDS.split(', '))}", 2)
-        return super().resolve_command(ctx, args)
-
 
 class RunCommand(_UsageOnError, click.Command):
     pass
@@ -84,21 +77,18 @@ def _format_choice():
     return FORMAT
 
 
-@click.group("evals", cls=EvalsGroup, invoke_without_command=True, no_args_is_help=False,
-             context_settings={"help_option_names": ["-h", "--help"]})
-@click.pass_context
-def evals(ctx: click.Context) -> None:
+@click.group("evals", cls=EvalsGroup)
+def evals() -> None:
     """Replay fixtures through the engine and grade the results."""
-    if ctx.invoked_subcommand is None:
-        _fail(f"caveman-engine evals: missing COMMAND (one of {SUBCOMMANDS})", 2)
 
 
 @evals.command("run", cls=RunCommand, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--fixtures", "fixtures", metavar="DIR", multiple=True,
+@click.option("--fixtures", "fixtures", metavar="DIR", default=None,
+              callback=nonempty("a directory"),
               help="Directory with a manifest.yaml (default: the embedded fixtures).")
 @click.option("--format", "fmt", type=_format_choice(), default="json",
               help="json: the report (default); text: a table.")
-def run_command(fixtures: tuple[str, ...], fmt: str) -> None:
+def run_command(fixtures: str | None, fmt: str) -> None:
     """Compress every fixture against a fresh in-memory store and grade it.
 
     Each fixture is compressed (mode compress, or record), its original must come back byte
@@ -109,17 +99,24 @@ def run_command(fixtures: tuple[str, ...], fmt: str) -> None:
     run or printed: this engine has no pixel renderer. The user's recovery store is never
     opened. See docs/evals.md.
     """
+    import os
+
     from .. import evals as _pkg
+    from ..cmdutil import cannot_read, error
     from . import run as _run
 
-    if len(fixtures) > 1 or any(not d for d in fixtures):
-        _fail(f"caveman-engine evals run: one --fixtures DIR at most ({RUN_USAGE})", 2)
-    root = fixtures[0] if fixtures else str(_pkg.FIXTURES_DIR)
+    root = fixtures if fixtures is not None else str(_pkg.FIXTURES_DIR)
+    manifest = os.path.join(root, _run.MANIFEST)
+    try:
+        with open(manifest, "rb"):
+            pass
+    except OSError as exc:
+        _fail(cannot_read("evals run", manifest, exc))
     try:
         loaded = _run.load_manifest(root)
         outcomes = _run.run(loaded)
     except _run.EvalError as exc:
-        _fail(f"evals: {exc}")
+        error("evals run", str(exc))
     doc = _run.report(outcomes)
     out = sys.stdout.buffer
     if fmt == "text":

@@ -27,8 +27,8 @@ from typing import Any
 
 import click
 
-from ..cli import Choice
-from ..cmdutil import bad_value
+from ..cli import Choice, nonempty
+from ..cmdutil import bad_type, line
 
 DEFAULT_TYPES = ("toolschema", "toolschema-safe", "toolschema-max")
 
@@ -348,9 +348,11 @@ def _grader_lines(rep: dict, rows: list[dict], graders: list[str], name_w: int) 
 # --------------------------------------------------------------------------- command
 
 
-def _fail(message: str, code: int = 2) -> None:
-    click.echo(f"evals tools: {message}", err=True)
-    sys.exit(code)
+def _fail(message: str, code: int = 1) -> None:
+    """One line, ``caveman-engine evals tools: …``: exit 1 for an error, 2 for a usage error."""
+    from ..cmdutil import fail
+
+    fail(line("evals tools", message), code)
 
 
 def _progress():
@@ -375,8 +377,9 @@ def _progress():
 @click.command("tools", short_help="Does the model still pick the right tool after compression?")
 @click.argument("datasets", nargs=-1, metavar="[DATASET]...")
 @click.option("--type", "types", multiple=True, metavar="T",
+              callback=nonempty("a content type"),
               help=f"Content type to evaluate (repeatable; default {', '.join(DEFAULT_TYPES)}).")
-@click.option("--grader", type=click.Choice(["lexical", "semantic", "both", "llm"]), default=None,
+@click.option("--grader", type=Choice(["lexical", "semantic", "both", "llm"]), default=None,
               help="Tool-choice grader: offline BM25 (lexical), offline WordLlama embeddings "
                    "(semantic), both side by side (the default when wordllama is installed, "
                    "else lexical), or an OpenAI-compatible model (llm).")
@@ -411,14 +414,13 @@ def tools_command(datasets, types, grader, model, fmt, limit) -> None:
     type_list = list(dict.fromkeys(types or DEFAULT_TYPES))
     for t in type_list:
         if registry.compressor(t) is None:
-            _fail(bad_value("--type", t, [e.type for e in registry.entries()],
-                            kind="or unavailable content type"))
+            _fail(bad_type("--type", t, [e.type for e in registry.entries()]), 2)
     if grader == "llm":
         from .llm import LLMGrader
 
         model = model or os.environ.get("CAVEMAN_EVALS_MODEL")
         if not model:
-            _fail("--grader llm needs --model NAME (or CAVEMAN_EVALS_MODEL)")
+            _fail("--grader llm needs --model NAME (or CAVEMAN_EVALS_MODEL)", 2)
         chosen = [LLMGrader(model)]
     else:
         from . import semantic
