@@ -7,12 +7,11 @@ import sys
 
 import click
 
+from ..cli import nonempty
 from ..limits import MAX_INPUT
 
-USAGE = (
-    "usage: caveman-engine mcp [--type <tool-schema type>] [--fields description,...] "
-    "[--retrieve-tool] [--max-line BYTES] -- COMMAND [ARGS...]"
-)
+# The usage --help shows, named by the one-line error for a missing server command.
+USAGE = "usage: caveman-engine mcp [OPTIONS] -- COMMAND [ARGS]..."
 
 
 def _tool_types() -> list[str]:
@@ -42,6 +41,7 @@ def parse_fields(value: str | None) -> tuple[str, ...]:
     "--type",
     "tool_type",
     default="toolschema",
+    callback=nonempty("a content type"),
     show_default=True,
     metavar="TYPE",
     help="Content type for tool lists (toolschema, toolschema-max, ..., or prose).",
@@ -66,25 +66,20 @@ def parse_fields(value: str | None) -> tuple[str, ...]:
     help="Longest line held whole to be looked at (the engine's input limit by default); a "
     "longer one is forwarded as it comes, unchanged.",
 )
-@click.argument("command", nargs=-1, type=click.UNPROCESSED)
+@click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="-- COMMAND [ARGS]...")
 def mcp_command(tool_type: str, fields: str | None, retrieve_tool: bool, max_line: int,
                 command: tuple[str, ...]):
+    from ..cmdutil import bad_type, error, usage_error
+
     if not command:
-        click.echo(USAGE, err=True)
-        sys.exit(2)
+        usage_error("mcp", f"missing COMMAND ({USAGE})")
     types = _tool_types()
     if tool_type not in types:
-        click.echo(
-            f"caveman-engine mcp: unknown tool-schema type: {tool_type} (one of {', '.join(types)})",
-            err=True,
-        )
-        sys.exit(2)
+        usage_error("mcp", bad_type("--type", tool_type, types))
     from ..stdio import closed_at_start
 
     if 1 in closed_at_start:
-        click.echo("caveman-engine mcp: stdout is closed: the client could not read any answer",
-                   err=True)
-        sys.exit(1)
+        error("mcp", "stdout is closed: the client could not read any answer")
     from .proxy import run
 
     code = run(
