@@ -78,7 +78,8 @@ def test_input_over_the_limit_is_refused(cli):
         r = cli(*args, input=big)
         assert r.returncode == 1
         assert r.stdout == b""
-        assert r.stderr == b"read stdin: cave_input_too_large: stdin exceeds 67108864 bytes\n"
+        assert r.stderr == (f"caveman-engine {' '.join(args)}: cannot read stdin: larger than "
+                            "67108864 bytes\n").encode()
 
 
 def test_input_at_the_limit_is_accepted(cli):
@@ -149,10 +150,11 @@ def test_registry_all_lists_every_type(cli):
 def test_toon_usage_errors(cli):
     r = cli("toon")
     assert (r.returncode, r.stderr) == (
-        2, b"caveman-engine toon: missing VERB (usage: caveman-engine toon encode|decode [FILE])\n")
+        2, b"caveman-engine toon: missing COMMAND (one of encode, decode)\n")
     r = cli("toon", "encod", input=b"{}")
     assert (r.returncode, r.stderr) == (
-        2, b"caveman-engine toon: VERB encod: not one of encode, decode (did you mean encode?)\n")
+        2, b"caveman-engine toon: unknown subcommand: encod (one of encode, decode) "
+           b"(did you mean encode?)\n")
 
 
 def test_best_of_json_picks_the_smaller_encoding(cli):

@@ -36,7 +36,7 @@ def here(tmp_path, monkeypatch):
     (["compress", MISSING], 1),
     (["compress", "--type", "toolschema", MISSING], 1),
     (["detect", MISSING], 1),
-    (["toon", "encode", MISSING], 1),
+    (["toon encode", MISSING], 1),
     (["measure", MISSING], 1),
     # exit 1 is an answer of these three (changed / over budget / different): trouble is 2
     (["diff", "--type", "toolschema", MISSING], 2),
@@ -44,7 +44,7 @@ def here(tmp_path, monkeypatch):
     (["verify", MISSING, "a.json"], 2),
 ])
 def test_a_missing_file_is_cannot_read(cli, here, args, code):
-    r = cli(*args)
+    r = cli(*args[0].split(), *args[1:])
     assert (r.returncode, r.stdout) == (code, b"")
     assert r.stderr.decode() == f"caveman-engine {args[0]}: cannot read {MISSING}: {NO_FILE}\n"
 
@@ -75,7 +75,7 @@ def test_detect_without_file_still_reads_stdin(cli):
     (["compress", "--bogus"], "caveman-engine compress: no such option: --bogus"),
     (["detect", "--hepl"], "caveman-engine detect: no such option: --hepl (did you mean --help?)"),
     (["detect", "a.json", "--frob"], "caveman-engine detect: no such option: --frob"),
-    (["toon", "encode", "--bogus"], "caveman-engine toon: no such option: --bogus"),
+    (["toon", "encode", "--bogus"], "caveman-engine toon encode: no such option: --bogus"),
     (["measure", "--frmat", "json", "a.json"],
      "caveman-engine measure: no such option: --frmat (did you mean --format?)"),
     (["diff", "--type", "toolschema", "--exit-cod", "a.json"],
@@ -139,15 +139,16 @@ def test_type_value_may_still_start_with_dashes(cli):
      "caveman-engine diff: --type toolschema-saf: unknown or unavailable content type "
      "(did you mean toolschema-safe?)"),
     (["compress", "--strict", "--type", "jsn"],
-     "caveman-engine compress: --type jsn: unknown content type (did you mean json?)"),
+     "caveman-engine compress: --type jsn: unknown or unavailable content type (did you mean "
+     "json?)"),
     (["evals", "run", "--format", "jason"],
      "caveman-engine evals run: --format jason: not one of text, json (did you mean json?)"),
     (["evals", "tools", "--format", "tabel"],
      "caveman-engine evals tools: --format tabel: not one of text, json (did you mean table?)"),
-    (["toon", "decod"],
-     "caveman-engine toon: VERB decod: not one of encode, decode (did you mean decode?)"),
+    (["toon", "decod"], "caveman-engine toon: unknown subcommand: decod "
+                        "(one of encode, decode) (did you mean decode?)"),
     (["store", "vacum"], "caveman-engine store: unknown subcommand: vacum "
-                         "(one of path, info, vacuum, export, purge) (did you mean vacuum?)"),
+                         "(one of path, info, export, purge, vacuum) (did you mean vacuum?)"),
 ])
 def test_a_bad_choice_is_refused_with_did_you_mean(cli, here, args, message):
     r = cli(*args, input=b"abc")
@@ -256,7 +257,8 @@ def test_a_full_disk_is_still_an_error(cli_env, big_handle):
     with open("/dev/full", "wb") as sink:
         p = subprocess.run([console_script(), "retrieve", handle], stdout=sink,
                            stderr=subprocess.PIPE, env=cli_env, timeout=120)
-    assert (p.returncode, p.stderr) == (1, b"write stdout: No space left on device\n")
+    assert (p.returncode, p.stderr) == (
+        1, b"caveman-engine retrieve: write stdout: No space left on device\n")
 
 
 def test_a_closed_reader_is_not_confused_with_a_signal_of_ours(cli_env, big_handle):

@@ -363,8 +363,10 @@ def test_console_script_table_and_errors(cli, tmp_path):
     assert b"evals tools" not in r.stderr  # no progress when stderr is not a terminal
     r = cli("evals", "tools", str(FIXTURES), "--type", "no-such-type")
     assert r.returncode == 2 and b"unknown or unavailable content type" in r.stderr
-    r = cli("evals", "tools", str(tmp_path / "nothing-here"))
-    assert r.returncode == 2 and b"unknown dataset" in r.stderr
+    r = cli("evals", "tools", str(tmp_path / "nothing-here"))  # a word is a FILE
+    assert (r.returncode, r.stderr.decode()) == (
+        1, f"caveman-engine evals tools: cannot read {tmp_path / 'nothing-here'}: No such file or "
+           "directory\n")
     r = cli("evals", "tools", str(FIXTURES), "--grader", "llm", env={"CAVEMAN_EVALS_MODEL": None})
     assert r.returncode == 2 and b"--model" in r.stderr
 

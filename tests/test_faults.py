@@ -3,7 +3,7 @@
 The promise under test: a handle that was printed always retrieves the exact original, the
 store always reopens with ``PRAGMA integrity_check = ok``, and when the original cannot be
 stored nothing lossy is emitted (the input passes through with an ``error`` field, exit 0).
-Store-open failures are one-line ``cannot open recovery store: …`` errors, exit 1 (spec
+Store-open failures are one-line ``caveman-engine CMD: cannot open recovery store: …`` errors, exit 1 (spec
 §1 error table), never a traceback.
 
 Kill loop: 20 kills in CI, 500 with ``-m slow`` (``docs/hardening.md``).
@@ -218,13 +218,15 @@ def fill(directory: Path, leave: int) -> None:
         os.truncate(filler, max(0, filler.stat().st_size - leave))
 
 
-def one_line_open_error(r, db: Path) -> str:
+def one_line_open_error(r, db: Path, command: str = "compress") -> str:
+    """The one error line, without its ``caveman-engine COMMAND: `` prefix."""
     assert r.returncode == 1
     assert r.stdout == b""
     text = r.stderr.decode()
     assert text.count("\n") == 1 and "Traceback" not in text, text
-    assert text.startswith("cannot open recovery store: "), text
-    return text
+    prefix = f"caveman-engine {command}: "
+    assert text.startswith(prefix + "cannot open recovery store: "), text
+    return text[len(prefix):]
 
 
 # --------------------------------------------------------------------------- full disk
@@ -263,7 +265,7 @@ def test_completely_full_disk_is_a_one_line_open_error(tmp_path, rank_cache_dir)
         fill(d, leave=0)
         for args in (["compress"], ["stats"], ["retrieve", handle_for(log(300))]):
             r = run_cli(db, rank_cache_dir, *args, data=log(50))
-            text = one_line_open_error(r, db)
+            text = one_line_open_error(r, db, args[0])
             assert text.startswith(f'cannot open recovery store: open sqlite "{db}": '), text
 
 
@@ -275,7 +277,7 @@ def test_corrupt_store_file_is_a_one_line_open_error(store_dir, rank_cache_dir):
     data = log(300)
     for args in (["compress"], ["stats"], ["retrieve", handle_for(data)]):
         r = run_cli(db, rank_cache_dir, *args, data=data)
-        text = one_line_open_error(r, db)
+        text = one_line_open_error(r, db, args[0])
         assert text == f'cannot open recovery store: open sqlite "{db}": file is not a database\n'
 
 
@@ -342,7 +344,7 @@ def test_store_becoming_unwritable_mid_run(store_dir, rank_cache_dir, monkeypatc
 
 def test_read_only_filesystem_is_a_one_line_open_error(tmp_path, rank_cache_dir):
     """On a read-only mount SQLite cannot create the WAL sidecars, so the store cannot be
-    opened: ``cannot open recovery store: …``, exit 1, nothing on stdout (spec §1 error
+    opened: ``caveman-engine compress: cannot open recovery store: …``, exit 1, nothing on stdout (spec §1 error
     table: a store that cannot be opened is an error, unlike a failed write)."""
     with tmpfs(tmp_path / "ro", "4m") as d:
         db = d / "ccr.db"

@@ -200,7 +200,8 @@ def test_symlinked_sidecar_is_refused_and_its_target_untouched(made_store, tmp_p
         r = run_cli(*args, data=log(50), env=env)
         assert (r.returncode, r.stdout) == (1, b"")
         assert r.stderr.decode() == (
-            f'cannot open recovery store: secure sqlite sidecar "{link}": refusing non-regular file\n'
+            f'caveman-engine {args[0]}: cannot open recovery store: secure sqlite sidecar '
+            f'"{link}": refusing non-regular file\n'
         )
     assert victim.read_bytes() == b"not yours\n" and mode(victim) == 0o644
     assert os.path.islink(link)
@@ -219,7 +220,8 @@ def test_non_regular_sidecar_is_refused_without_hanging(made_store, kind):
     r = run_cli("compress", data=log(50), env=env)
     assert r.returncode == 1
     assert r.stderr.decode() == (
-        f'cannot open recovery store: secure sqlite sidecar "{wal}": refusing non-regular file\n'
+        f'caveman-engine compress: cannot open recovery store: secure sqlite sidecar "{wal}": '
+        'refusing non-regular file\n'
     )
     assert not (db.parent / "nowhere").exists()
 
@@ -437,7 +439,11 @@ def test_hostile_handle_through_the_cli_is_a_one_line_error(made_store, bad):
     db, env, handle = made_store
     r = run_cli("retrieve", bad, env=env)
     assert (r.returncode, r.stdout) == (1, b"")
-    assert r.stderr == b"retrieve: ccr: malformed recovery handle\n"
+    from caveman_engine.stdio import one_line
+
+    assert r.stderr == f"caveman-engine retrieve: {one_line(bad)}: malformed recovery handle\n" \
+        .encode()
+    assert r.stderr.count(b"\n") == 1
     r = run_cli("retrieve", handle, bad, env=env)  # hostile query: narrowing, not SQL
     assert r.returncode == 0 and r.stdout == log()
     with Store(str(db)) as s:

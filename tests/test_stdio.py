@@ -50,12 +50,13 @@ def one_line(stderr: bytes) -> str:
 # --------------------------------------------------------------------------- closed stdin
 
 @pytest.mark.parametrize("args, message", [
-    (["compress"], "compress: read stdin: stdin is closed"),
-    (["compress", "--type", "toolschema"], "compress: read stdin: stdin is closed"),
-    (["detect"], "detect: read stdin: stdin is closed"),
-    (["toon", "encode"], "toon: read stdin: stdin is closed"),
-    (["toon", "decode"], "toon: read stdin: stdin is closed"),
-    (["measure", "-"], "measure: read stdin: stdin is closed"),
+    (["compress"], "caveman-engine compress: cannot read stdin: stdin is closed"),
+    (["compress", "--type", "toolschema"],
+     "caveman-engine compress: cannot read stdin: stdin is closed"),
+    (["detect"], "caveman-engine detect: cannot read stdin: stdin is closed"),
+    (["toon", "encode"], "caveman-engine toon encode: cannot read stdin: stdin is closed"),
+    (["toon", "decode"], "caveman-engine toon decode: cannot read stdin: stdin is closed"),
+    (["measure", "-"], "caveman-engine measure: cannot read stdin: stdin is closed"),
 ])
 def test_closed_stdin_is_one_line_error(env, args, message):
     r = run(args, env, close=0)
@@ -78,12 +79,13 @@ def _stored_handle(env) -> str:
 
 
 @pytest.mark.parametrize("args, prefix", [
-    (["compress"], "compress: "),
-    (["detect"], "detect: "),
-    (["stats"], "stats: "),
-    (["registry"], "registry: "),
-    (["registry", "--all"], "registry: "),
-    (["toon", "encode"], "toon: "),
+    (["compress"], "caveman-engine compress: "),
+    (["detect"], "caveman-engine detect: "),
+    (["stats"], "caveman-engine stats: "),
+    (["registry"], "caveman-engine registry: "),
+    (["registry", "--all"], "caveman-engine registry: "),
+    (["toon", "encode"], "caveman-engine toon encode: "),
+    (["store", "path"], "caveman-engine store path: "),
     (["--help"], "caveman-engine: "),
     (["--version"], "caveman-engine: "),
 ])
@@ -96,7 +98,7 @@ def test_closed_stdout_is_one_line_error(env, args, prefix):
 def test_closed_stdout_retrieve(env):
     handle = _stored_handle(env)
     r = run(["retrieve", handle], env, close=1)
-    assert one_line(r.stderr) == "write stdout: stdout is closed"
+    assert one_line(r.stderr) == "caveman-engine retrieve: write stdout: stdout is closed"
     assert r.returncode == 1
 
 
@@ -115,13 +117,13 @@ def test_closed_stdout_never_lands_in_the_store(env, tmp_path):
 # --------------------------------------------------------------------------- full device
 
 @pytest.mark.parametrize("args, prefix", [
-    (["compress"], "compress: "),
-    (["compress", "--type", "nosuch"], "compress: "),
-    (["detect"], "detect: "),
-    (["stats"], "stats: "),
-    (["registry", "--all"], "registry: "),
-    (["toon", "encode"], "toon: "),
-    (["measure", "-"], "measure: "),
+    (["compress"], "caveman-engine compress: "),
+    (["compress", "--type", "nosuch"], "caveman-engine compress: "),
+    (["detect"], "caveman-engine detect: "),
+    (["stats"], "caveman-engine stats: "),
+    (["registry", "--all"], "caveman-engine registry: "),
+    (["toon", "encode"], "caveman-engine toon encode: "),
+    (["measure", "-"], "caveman-engine measure: "),
 ])
 @pytest.mark.parametrize("unbuffered", [False, True])
 def test_full_stdout_is_one_line_error(env, args, prefix, unbuffered):
@@ -144,7 +146,7 @@ def test_measure_file_to_full_stdout(env):
     with open("/dev/full", "wb") as sink:
         r = subprocess.run([console_script(), "measure", str(CORPUS / "github.tools.json")],
                            stdout=sink, stderr=subprocess.PIPE, env=env, timeout=120)
-    assert one_line(r.stderr) == "measure: write stdout: No space left on device"
+    assert one_line(r.stderr) == "caveman-engine measure: write stdout: No space left on device"
     assert r.returncode == 1
 
 
@@ -172,7 +174,7 @@ def test_short_write_into_small_filesystem(env, tmp_path, unbuffered):
                                timeout=120)
         written = (small / "out").stat().st_size
     assert written < len(BIG)
-    assert one_line(r.stderr) == "compress: write stdout: No space left on device"
+    assert one_line(r.stderr) == "caveman-engine compress: write stdout: No space left on device"
     assert r.returncode == 1
 
 
@@ -249,5 +251,6 @@ def test_ctrl_c_while_waiting_on_a_terminal(env, args):
         os.close(master)
         os.close(slave)
     assert p.returncode == 130
-    assert one_line(err) == "caveman-engine: interrupted"
+    command = " ".join(args[:2]) if args[0] == "toon" else args[0]
+    assert one_line(err) == f"caveman-engine {command}: interrupted"
     assert out == b""

@@ -70,7 +70,7 @@ def test_symlinked_database_is_refused(cli, store_dir, tmp_path):
     assert r.returncode == 1
     assert r.stdout == b""
     assert r.stderr.decode() == (
-        f'cannot open recovery store: secure sqlite "{store_dir / "ccr.db"}": '
+        f'caveman-engine compress: cannot open recovery store: secure sqlite "{store_dir / "ccr.db"}": '
         "refusing non-regular file\n"
     )
 
@@ -82,7 +82,8 @@ def test_group_writable_parent_is_refused(cli, tmp_path):
     r = cli("compress", input=b"hello", env={"CAVEMAN_CCR_DB": str(loose / "ccr.db")})
     assert r.returncode == 1
     assert r.stderr.decode() == (
-        f'cannot open recovery store: sqlite parent "{loose}" is group/world writable\n'
+        f'caveman-engine compress: cannot open recovery store: sqlite parent "{loose}" is '
+        'group/world writable\n'
     )
     assert not (loose / "ccr.db").exists()
 
@@ -112,7 +113,8 @@ def test_bad_budget_is_refused(cli, raw):
     r = cli("compress", input=b"hello", env={"CAVEMAN_CCR_MAX_BYTES": raw})
     assert r.returncode == 1
     assert r.stderr == (
-        b"cannot open recovery store: CAVEMAN_CCR_MAX_BYTES must be a positive integer\n"
+        b"caveman-engine compress: cannot open recovery store: CAVEMAN_CCR_MAX_BYTES must be a "
+        b"positive integer\n"
     )
 
 
@@ -120,7 +122,8 @@ def test_budget_below_sqlite_minimum(cli, store_dir):
     r = cli("compress", input=b"hello", env={"CAVEMAN_CCR_MAX_BYTES": " 65535 "})
     assert r.returncode == 1
     assert r.stderr.decode() == (
-        f'cannot open recovery store: configure sqlite storage budget "{store_dir / "ccr.db"}": '
+        f'caveman-engine compress: cannot open recovery store: configure sqlite storage budget '
+        f'"{store_dir / "ccr.db"}": '
         "budget 65535 is below SQLite minimum 65536\n"
     )
 
@@ -270,9 +273,11 @@ def test_retrieve_cli_errors(cli):
         2, b"caveman-engine retrieve: missing HANDLE (usage: caveman-engine retrieve HANDLE"
            b" [QUERY])\n")
     r = cli("retrieve", "ccr_00000000000000000000000000000000")
-    assert (r.returncode, r.stderr) == (1, b"retrieve: ccr: recovery handle not found\n")
+    assert (r.returncode, r.stderr) == (1, b"caveman-engine retrieve: ccr_0000000000000000000000"
+                                           b"0000000000: recovery handle not found\n")
     r = cli("retrieve", "not a handle!")
-    assert (r.returncode, r.stderr) == (1, b"retrieve: ccr: malformed recovery handle\n")
+    assert (r.returncode, r.stderr) == (1, b"caveman-engine retrieve: not a handle!: malformed "
+                                           b"recovery handle\n")
 
 
 # --------------------------------------------------------------------------- memory, migrations

@@ -418,7 +418,8 @@ def test_cli_compress_retrieve_query_stats(cli, ccr_env):
     r = cli("retrieve", h, "id=7 status", env=ccr_env)
     assert r.returncode == 0 and b"id=7\n" in r.stdout
     r = cli("retrieve", "ccr_00000000000000000000000000000000", env=ccr_env)
-    assert (r.returncode, r.stderr) == (1, b"retrieve: ccr: recovery handle not found\n")
+    assert (r.returncode, r.stderr) == (1, b"caveman-engine retrieve: ccr_0000000000000000000000"
+                                           b"0000000000: recovery handle not found\n")
     stats = json.loads(cli("stats", env=ccr_env).stdout)
     assert stats["totals"]["count"] == 1 and stats["storage_bytes"] == len(LOG)
 
@@ -480,7 +481,8 @@ def test_misconfigured_url_is_a_one_line_error(cli):
     r = cli("compress", input=LOG,
             env={"CAVEMAN_CCR_DB": f"postgresql://u:{PASSWORD}@127.0.0.1/db?bogus=1"})
     assert r.returncode == 1 and r.stdout == b""
-    assert r.stderr.startswith(b"cannot open recovery store: invalid PostgreSQL URL ")
+    assert r.stderr.startswith(b"caveman-engine compress: cannot open recovery store: invalid "
+                               b"PostgreSQL URL ")
     assert r.stderr.count(b"\n") == 1 and PASSWORD.encode() not in r.stderr
 
 
@@ -675,7 +677,8 @@ def test_a_password_with_an_unencoded_at_sign_is_refused_before_connecting(cli, 
     url = f"postgresql://caveman:p@{SECRET}@127.0.0.1:{pg_server.port}/postgres"
     r = cli("stats", env={"CAVEMAN_CCR_DB": url})
     assert (r.returncode, r.stderr) == (
-        1, b'cannot open recovery store: invalid PostgreSQL URL "postgresql://***": a "@" in the'
+        1, b'caveman-engine stats: cannot open recovery store: invalid PostgreSQL URL '
+           b'"postgresql://***": a "@" in the'
            b' user name or password must be percent-encoded as %40\n')
     assert ccr.mask_url(url) == "postgresql://***"
 
@@ -812,7 +815,8 @@ def test_vacuum_by_a_role_that_does_not_own_the_tables_fails(cli, pg_server, pg_
         r = cli("store", "vacuum", env={"CAVEMAN_CCR_DB": app})
         assert (r.returncode, r.stdout) == (1, b""), r.stderr
         assert r.stderr.count(b"\n") == 1 and b"vacuum-pw" not in r.stderr
-        assert r.stderr.startswith(b"store vacuum: ccr vacuum: permission denied to vacuum "
+        assert r.stderr.startswith(b"caveman-engine store vacuum: ccr vacuum: permission denied "
+                                   b"to vacuum "
                                    b'"recoveries"'), r.stderr
         assert r.stderr.endswith(b"(VACUUM FULL needs the tables' owner)\n")
         r = cli("store", "vacuum", "--format", "json", env={"CAVEMAN_CCR_DB": app})

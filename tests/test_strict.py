@@ -82,7 +82,7 @@ def test_console_script_entry(tmp_path, strict):
         assert r.returncode == 1
         assert r.stdout == b""
         assert r.stderr.decode().splitlines()[-1] == (
-            "compress: the log compressor raised ZeroDivisionError: injected")
+            "caveman-engine compress: the log compressor raised ZeroDivisionError: injected")
     else:
         assert r.returncode == 0
         assert r.stdout == LOG

@@ -333,8 +333,8 @@ def test_round_trip_property(value):
 # --------------------------------------------------------------------------- CLI (§1.8)
 
 ENCODE_ERR = (
-    "toon encode: not losslessly TOON-encodable (invalid JSON, or nested/non-uniform shape); "
-    "keep JSON\n"
+    "caveman-engine toon encode: not losslessly TOON-encodable (invalid JSON, or "
+    "nested/non-uniform shape); keep JSON\n"
 )
 
 
@@ -351,14 +351,13 @@ def _cli(args, stdin=b""):
          ENCODE_ERR, 1),
         (["toon", "encode"], b'{"bad":[1,2,', b"", ENCODE_ERR, 1),
         (["toon", "encode"], b"", b"", ENCODE_ERR, 1),
-        (["toon", "decode"], b"users[2]{id,name}:\n  1,ana", b"", "toon decode: not valid TOON\n",
+        (["toon", "decode"], b"users[2]{id,name}:\n  1,ana", b"", "caveman-engine toon decode: not valid TOON\n",
          1),
-        (["toon", "decode"], b"", b"", "toon decode: not valid TOON\n", 1),
+        (["toon", "decode"], b"", b"", "caveman-engine toon decode: not valid TOON\n", 1),
         # usage errors exit 2 (docs/cli.md: the reference's exit 1 is pinned by no vector)
-        (["toon"], b"", b"",
-         "caveman-engine toon: missing VERB (usage: caveman-engine toon encode|decode [FILE])\n", 2),
+        (["toon"], b"", b"", "caveman-engine toon: missing COMMAND (one of encode, decode)\n", 2),
         (["toon", "frob"], b"x", b"",
-         "caveman-engine toon: VERB frob: not one of encode, decode\n", 2),
+         "caveman-engine toon: unknown subcommand: frob (one of encode, decode)\n", 2),
     ],
 )
 def test_cli(args, stdin, out, err, code):

@@ -342,7 +342,7 @@ def test_cli_bad_input_exit_2_one_line(cli, files, tmp_path, case):
     assert r.returncode == 2
     err = r.stderr.decode()
     # a FILE that cannot be read has every command's wording (docs/cli.md); the rest is verify's
-    prefix = "caveman-engine verify: cannot read " if case == "missing" else "verify: "
+    prefix = "caveman-engine verify: " + ("cannot read " if case == "missing" else "")
     assert err.startswith(prefix) and err.count("\n") == 1
     assert r.stdout == b""
 
