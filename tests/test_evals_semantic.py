@@ -208,9 +208,9 @@ def test_without_wordllama(cli_env):
     assert rep["graders"] == ["lexical"] and rep["total"]["top1"] == 2
     for grader in ("semantic", "both"):
         r = run("--grader", grader)
-        assert r.returncode == 2 and r.stdout == b""
-        assert r.stderr.decode() == ("evals tools: the semantic grader needs wordllama: "
-                                     "pip install 'caveman-engine[evals]'\n")
+        assert r.returncode == 1 and r.stdout == b""  # an error, not a usage error
+        assert r.stderr.decode() == ("caveman-engine evals tools: the semantic grader needs "
+                                     "wordllama: pip install 'caveman-engine[evals]'\n")
 
 
 _MODULES_AFTER = r"""
