@@ -63,6 +63,31 @@ def cli_env(store_dir, rank_cache_dir) -> dict:
 
 
 @pytest.fixture
+def upstream():
+    """The fake model API (tests/fixtures/proxy/fake_upstream.py) alone on loopback: it
+    records every request that reaches it."""
+    from tests.fixtures.proxy.harness import Harness
+
+    h = Harness(proxy=False).start()
+    yield h
+    h.stop()
+
+
+@pytest.fixture
+def proxy_env(store_dir, rank_cache_dir, tmp_path) -> dict:
+    """The environment for a ``caveman-engine proxy`` subprocess: none of the caller's
+    ``CAVEMAN_*`` / ``CAVE_*`` settings (``CAVEMAN_STRICT`` aside) nor provider keys; a fresh
+    store and Caveman home, the session's rank cache."""
+    env = {k: v for k, v in os.environ.items()
+           if not (k.startswith(("CAVEMAN_", "CAVE_")) or k.endswith("_API_KEY"))
+           or k == "CAVEMAN_STRICT"}
+    env["CAVEMAN_CCR_DB"] = str(store_dir / "ccr.db")
+    env["CAVEMAN_CACHE_DIR"] = str(rank_cache_dir)
+    env["CAVEMAN_HOME"] = str(tmp_path / "home")
+    return env
+
+
+@pytest.fixture
 def cli(cli_env):
     """Run the real CLI: ``cli(*args, input=b"...", env={...})`` against a fresh store."""
 

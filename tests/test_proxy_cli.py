@@ -4,7 +4,6 @@ in front of the in-process fake upstream; the handle it returns is retrieved wit
 
 from __future__ import annotations
 
-import os
 import subprocess
 
 import anthropic
@@ -12,29 +11,13 @@ import pytest
 
 from caveman_engine.proxy import catalog
 from tests.conftest import console_script
-from tests.fixtures.proxy.harness import Harness
 from tests.fixtures.proxy.process import ProxyProcess
 from tests.fixtures.proxy.rawhttp import post, request
 
 
 @pytest.fixture
-def upstream():
-    h = Harness(proxy=False).start()
-    yield h
-    h.stop()
-
-
-@pytest.fixture
-def env(tmp_path, rank_cache_dir):
-    e = dict(os.environ)
-    for k in ("CAVEMAN_TOOLSCHEMA_STRIP", "CAVEMAN_LABEL", "CAVEMAN_CONFIG",
-              "CAVEMAN_PROXY_LISTEN", "ANTHROPIC_API_KEY", "OPENAI_API_KEY"):
-        e.pop(k, None)
-    (tmp_path / "store").mkdir(mode=0o700)
-    e["CAVEMAN_CCR_DB"] = str(tmp_path / "store" / "ccr.db")
-    e["CAVEMAN_CACHE_DIR"] = str(rank_cache_dir)
-    e["CAVEMAN_HOME"] = str(tmp_path / "home")
-    return e
+def env(proxy_env):
+    return proxy_env
 
 
 class Running(ProxyProcess):

@@ -16,7 +16,6 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import socket
 import sqlite3
@@ -35,7 +34,6 @@ from caveman_engine.store import Store, handle_for
 from tests.conftest import console_script, token_counter
 from tests.fixtures import claude_code
 from tests.fixtures.proxy.fake_upstream import Reply
-from tests.fixtures.proxy.harness import Harness
 from tests.fixtures.proxy.process import ProxyProcess, free_port as _free_port
 from tests.fixtures.proxy.rawhttp import post
 
@@ -52,24 +50,8 @@ MESSAGES = [{"role": "user", "content": "hi"}]
 
 
 @pytest.fixture
-def upstream():
-    h = Harness(proxy=False).start()
-    yield h
-    h.stop()
-
-
-@pytest.fixture
-def env(tmp_path, rank_cache_dir):
-    e = dict(os.environ)
-    for k in ("CAVEMAN_TOOLSCHEMA_STRIP", "CAVEMAN_LABEL", "CAVEMAN_CONFIG",
-              "CAVEMAN_PROXY_LISTEN", "CAVEMAN_PROXY_UPSTREAM_TIMEOUT", "ANTHROPIC_API_KEY",
-              "OPENAI_API_KEY", "CAVE_WORKFLOW"):
-        e.pop(k, None)
-    (tmp_path / "store").mkdir(mode=0o700)
-    e["CAVEMAN_CCR_DB"] = str(tmp_path / "store" / "ccr.db")
-    e["CAVEMAN_CACHE_DIR"] = str(rank_cache_dir)
-    e["CAVEMAN_HOME"] = str(tmp_path / "home")
-    return e
+def env(proxy_env):
+    return proxy_env
 
 
 Running = ProxyProcess  # the console script, ready once /health/ready answers 200

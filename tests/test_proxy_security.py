@@ -21,7 +21,6 @@ import pytest
 from aiohttp import web
 
 from tests.conftest import console_script
-from tests.fixtures.proxy.harness import Harness
 from tests.fixtures.proxy.process import ProxyProcess, free_port as _free_port
 from tests.fixtures.proxy.rawhttp import post, request
 
@@ -67,24 +66,8 @@ class Proxy(ProxyProcess):
 
 
 @pytest.fixture
-def upstream():
-    h = Harness(proxy=False).start()
-    yield h
-    h.stop()
-
-
-@pytest.fixture
-def env(tmp_path, rank_cache_dir):
-    e = dict(os.environ)
-    for k in list(e):
-        if k.startswith(("CAVEMAN_", "CAVE_")) or k.endswith("_API_KEY"):
-            e.pop(k)
-    (tmp_path / "store").mkdir(mode=0o700)
-    e["CAVEMAN_CCR_DB"] = str(tmp_path / "store" / "ccr.db")
-    e["CAVEMAN_CACHE_DIR"] = str(rank_cache_dir)
-    e["CAVEMAN_HOME"] = str(tmp_path / "home")
-    e["ANTHROPIC_API_KEY"] = ENV_KEY
-    return e
+def env(proxy_env):
+    return {**proxy_env, "ANTHROPIC_API_KEY": ENV_KEY}
 
 
 @pytest.fixture
@@ -412,30 +395,18 @@ def test_idle_kept_alive_connections_make_room_for_a_new_one(start, upstream):
             s.close()
 
 
-class EndlessUpstream:
-    """Answers with a body of ``size`` bytes, written 1 MiB at a time; records whether the
-    proxy went away before the end."""
+class OneRoute:
+    """A fake upstream on its own event loop thread that answers POST /v1/messages with
+    ``_answer``; a context manager."""
 
-    def __init__(self, size: int = 256 << 20) -> None:
-        self.size = size
-        self.cut = threading.Event()
+    def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.runner = None
         self.url = ""
 
     async def _answer(self, request):
-        await request.read()
-        resp = web.StreamResponse(headers={"content-type": "application/octet-stream"})
-        resp.content_length = self.size
-        await resp.prepare(request)
-        block = b"x" * (1 << 20)
-        try:
-            for _ in range(self.size >> 20):
-                await resp.write(block)
-        except (ConnectionError, asyncio.CancelledError):
-            self.cut.set()
-            raise
-        return resp
+        raise NotImplementedError
 
     async def _start(self):
         app = web.Application()
@@ -455,6 +426,30 @@ class EndlessUpstream:
         asyncio.run_coroutine_threadsafe(self.runner.cleanup(), self.loop).result(30)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(10)
+
+
+class EndlessUpstream(OneRoute):
+    """Answers with a body of ``size`` bytes, written 1 MiB at a time; records whether the
+    proxy went away before the end."""
+
+    def __init__(self, size: int = 256 << 20) -> None:
+        super().__init__()
+        self.size = size
+        self.cut = threading.Event()
+
+    async def _answer(self, request):
+        await request.read()
+        resp = web.StreamResponse(headers={"content-type": "application/octet-stream"})
+        resp.content_length = self.size
+        await resp.prepare(request)
+        block = b"x" * (1 << 20)
+        try:
+            for _ in range(self.size >> 20):
+                await resp.write(block)
+        except (ConnectionError, asyncio.CancelledError):
+            self.cut.set()
+            raise
+        return resp
 
 
 def test_a_client_that_stops_reading_is_cut_off_at_body_timeout(start):
@@ -499,15 +494,12 @@ def _gzip_bomb() -> bytes:
     return b"".join(parts)
 
 
-class BombUpstream:
+class BombUpstream(OneRoute):
     """One answer, the same to every request: ``body`` with ``encoding``."""
 
     def __init__(self, body: bytes, encoding: str = "gzip") -> None:
+        super().__init__()
         self.body, self.encoding = body, encoding
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-        self.runner = None
-        self.url = ""
 
     async def _answer(self, request):
         await request.read()
@@ -515,25 +507,6 @@ class BombUpstream:
         if self.encoding:
             headers["content-encoding"] = self.encoding
         return web.Response(body=self.body, headers=headers)
-
-    async def _start(self):
-        app = web.Application()
-        app.router.add_post("/v1/messages", self._answer)
-        self.runner = web.AppRunner(app, access_log=None)
-        await self.runner.setup()
-        site = web.TCPSite(self.runner, "127.0.0.1", 0)
-        await site.start()
-        self.url = f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"
-
-    def __enter__(self):
-        self.thread.start()
-        asyncio.run_coroutine_threadsafe(self._start(), self.loop).result(30)
-        return self
-
-    def __exit__(self, *exc):
-        asyncio.run_coroutine_threadsafe(self.runner.cleanup(), self.loop).result(30)
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(10)
 
 
 def _probe_while(proxy: Proxy, work) -> tuple[object, float]:
