@@ -63,6 +63,16 @@ def cli_env(store_dir, rank_cache_dir) -> dict:
 
 
 @pytest.fixture
+def here(tmp_path, monkeypatch):
+    """Run in a temp dir holding a.json and tools.json (the github catalog), so relative
+    names are what a user types."""
+    (tmp_path / "a.json").write_bytes(b'{"a": 1}')
+    (tmp_path / "tools.json").write_bytes((CORPUS / "github.tools.json").read_bytes())
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+@pytest.fixture
 def upstream():
     """The fake model API (tests/fixtures/proxy/fake_upstream.py) alone on loopback: it
     records every request that reaches it."""

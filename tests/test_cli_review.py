@@ -29,14 +29,6 @@ RULES = ("desc_whitespace, echo_description, titles, null_default, noop_keywords
 
 
 @pytest.fixture
-def here(tmp_path, monkeypatch):
-    (tmp_path / "a.json").write_bytes(b'{"a": 1}')
-    (tmp_path / "tools.json").write_bytes(GITHUB.read_bytes())
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
-
-
-@pytest.fixture
 def handle(cli):
     r = cli("compress", "--type", "toolschema", input=GITHUB.read_bytes())
     return json.loads(r.stderr)["recovery_handle"]

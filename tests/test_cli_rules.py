@@ -21,15 +21,6 @@ MISSING = "missing.json"
 NO_FILE = "No such file or directory"
 
 
-@pytest.fixture
-def here(tmp_path, monkeypatch):
-    """Run in a temp dir holding a.json, so relative names are what a user types."""
-    (tmp_path / "a.json").write_bytes(b'{"a": 1}')
-    (tmp_path / "tools.json").write_bytes(GITHUB.read_bytes())
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
-
-
 # --------------------------------------------------------------------------- a word is a FILE
 
 @pytest.mark.parametrize("args, code", [
