@@ -151,6 +151,9 @@ def connection_params(url: str) -> dict[str, str]:
     except UnicodeDecodeError:  # psycopg decodes every value libpq parsed as UTF-8
         raise StoreError(f'invalid PostgreSQL URL "{mask_url(url)}": a percent-encoded value'
                          " is not UTF-8") from None
+    problem = _param_problem(params)
+    if problem is not None:
+        raise StoreError(f'invalid PostgreSQL URL "{mask_url(url)}": {problem}')
     params.setdefault("connect_timeout", str(DEFAULT_CONNECT_TIMEOUT))
     params.setdefault("tcp_user_timeout", str(DEFAULT_TCP_USER_TIMEOUT_MS))
     params.setdefault("application_name", "caveman-engine")
@@ -159,6 +162,41 @@ def connection_params(url: str) -> dict[str, str]:
         params["options"] = (options + " " if options else "") + (
             f"-c statement_timeout={DEFAULT_STATEMENT_TIMEOUT_MS}")
     return params
+
+
+# libpq reads these only when it connects, so a bad value would look like an outage (the
+# input passed through, exit 0) instead of the configuration error it is.
+_INTEGER_PARAMS = ("connect_timeout", "keepalives", "keepalives_idle", "keepalives_interval",
+                   "keepalives_count", "tcp_user_timeout")
+_CHOICE_PARAMS = {
+    "sslmode": ("disable", "allow", "prefer", "require", "verify-ca", "verify-full"),
+    "gssencmode": ("disable", "prefer", "require"),
+    "channel_binding": ("disable", "prefer", "require"),
+    "target_session_attrs": ("any", "read-write", "read-only", "primary", "standby",
+                             "prefer-standby"),
+    "load_balance_hosts": ("disable", "random"),
+    "sslnegotiation": ("postgres", "direct"),
+}
+
+
+def _param_problem(params: dict[str, str]) -> str | None:
+    """What libpq would refuse at connect time in ``params``: a port that is no number from 1
+    to 65535 (each of a list), an integer option that is no integer, an unknown choice."""
+    for port in params.get("port", "").split(","):
+        p = port.strip()
+        if p and not (p.isascii() and p.isdigit() and 0 < int(p) < 65536):
+            return f'port "{p}" is not a number from 1 to 65535'
+    for key in _INTEGER_PARAMS:
+        v = params.get(key, "").strip()
+        if v and not (v.isascii() and v.lstrip("-").isdigit()):
+            return f'{key} "{v}" is not an integer'
+    for key, choices in _CHOICE_PARAMS.items():
+        v = params.get(key)
+        if v is not None and v not in choices:
+            from .cmdutil import did_you_mean
+
+            return f'{key} "{v}": not one of {", ".join(choices)}{did_you_mean(v, choices)}'
+    return None
 
 
 def _one_line(text: str, url: str = "") -> str:

@@ -258,6 +258,25 @@ def test_connection_defaults_and_libpq_overrides():
 
 
 
+@pytest.mark.parametrize("query,message", [
+    ("@h:notaport/db", 'port "notaport" is not a number from 1 to 65535'),
+    ("@h:5432,h2:0/db", 'port "0" is not a number from 1 to 65535'),
+    ("@h/db?sslmode=requre", 'sslmode "requre": not one of disable, allow, prefer, require, '
+                             'verify-ca, verify-full (did you mean require?)'),
+    ("@h/db?connect_timeout=soon", 'connect_timeout "soon" is not an integer'),
+])
+def test_a_url_libpq_would_refuse_at_connect_is_a_configuration_error(cli, query, message):
+    """libpq reads ports, timeouts and sslmode only when it connects: such a URL looked like
+    an outage (compress passed its input through, exit 0) instead of the mistake it is."""
+    url = f"postgresql://caveman:{SECRET}{query}"
+    r = cli("compress", input=LOG, env={"CAVEMAN_CCR_DB": url})
+    _no_secret(r, query)
+    assert r.returncode == 1 and r.stdout == b""
+    assert r.stderr == (b'caveman-engine compress: cannot open recovery store: invalid '
+                        b'PostgreSQL URL "' + url.replace(SECRET, "***").encode() + b'": ' +
+                        message.encode() + b"\n")
+
+
 def test_url_selects_postgresql_and_masks_the_password(pg_url):
     for url in (pg_url, pg_url.replace("postgresql://", "postgres://", 1)):
         s = open_store(url)
