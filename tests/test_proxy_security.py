@@ -465,7 +465,28 @@ def test_a_client_that_stops_reading_is_cut_off_at_body_timeout(start):
         finally:
             s.close()
     assert proxy.stop() == 0
-    assert b"took no bytes for 1 s" in proxy.stderr()
+    assert b"took no byte for 1 s" in proxy.stderr()
+
+
+def test_a_slow_reader_that_keeps_reading_is_never_cut(start):
+    """body_timeout measures progress, not the wait for the whole buffer to drain: a client
+    that reads a little all the time keeps its answer however long it takes."""
+    with EndlessUpstream() as up:
+        proxy = start("body_timeout: 1\n", base=up.url)
+        s = socket.create_connection(("127.0.0.1", proxy.port))
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        try:
+            s.sendall(b"POST /v1/messages HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+                      b"application/json\r\nContent-Length: 2\r\n\r\n{}")
+            got, t0 = 0, time.monotonic()
+            while time.monotonic() - t0 < 4:  # four times body_timeout, 16 KiB per 50 ms
+                got += len(s.recv(16384))
+                time.sleep(0.05)
+            assert not up.cut.is_set() and got > 16384
+        finally:
+            s.close()
+    proxy.stop()
+    assert b"took no bytes" not in proxy.stderr()
 
 
 @pytest.mark.parametrize("text", ["header_timeout: 0\n", "max_connections: many\n",

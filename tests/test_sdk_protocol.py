@@ -41,7 +41,7 @@ class Proxy(ProxyProcess):
 
     def __init__(self, home: Path, upstream: str, cache_dir: Path,
                  ccr_db: Path | None = None, extra_env: dict | None = None,
-                 level: str = "off") -> None:
+                 level: str = "off", yaml: str = "") -> None:
         if ccr_db is None:
             (home / "store").mkdir(mode=0o700)
             ccr_db = home / "store" / "ccr.db"
@@ -50,7 +50,7 @@ class Proxy(ProxyProcess):
         self.env.update(CAVEMAN_CCR_DB=str(ccr_db), CAVEMAN_HOME=str(home / "home"),
                         CAVEMAN_CACHE_DIR=str(cache_dir), **(extra_env or {}))
         cfg = home / "caveman.yaml"
-        cfg.write_text(f"toolschema_strip: {level}\n"
+        cfg.write_text(f"toolschema_strip: {level}\n{yaml}"
                        f"providers:\n  anthropic:\n    base_url: {upstream}\n"
                        f"  openai:\n    base_url: {upstream}\n")
         super().__init__(["--config", str(cfg)], self.env, start_timeout=30)
@@ -113,6 +113,10 @@ def _api_results() -> str:
 
 
 def _post(proxy, path: str, doc) -> tuple[int, dict]:
+    """POST ``doc`` (GET when it is None) and the JSON answer."""
+    if doc is None:
+        r = request(proxy.url + path, method="GET")
+        return r.status, json.loads(r.body)
     body = doc if isinstance(doc, bytes) else json.dumps(doc).encode()
     r = request(proxy.url + path, body)
     return r.status, json.loads(r.body)
@@ -306,6 +310,58 @@ def test_tool_search_bad_request(proxy, doc, code):
     assert status == 400 and out["error"]["code"] == code
 
 
+TOOL = {"name": "t", "description": "d", "input_schema": {"type": "object"}}
+
+
+@pytest.mark.parametrize("doc,status,code", [
+    ({"tools": [TOOL] * 4097, "query": "a"}, 413, "cave_request_too_large"),
+    ({"tools": [TOOL], "query": "a " * 40000}, 413, "cave_request_too_large"),
+    ({"tools": [TOOL], "query": "a", "context": "b " * 40000}, 413, "cave_request_too_large"),
+    ({"tools": [TOOL], "query": "\ud800 a", "ranker": "embeddings"}, 400,
+     "cave_invalid_request"),
+])
+def test_tool_search_refuses_what_would_tie_up_a_worker(proxy, doc, status, code):
+    """A catalog past the middleware's manifest limit, a query or context past 64 KiB, and
+    text that is not well formed are refused before any work (a 17 MB query took 90 s)."""
+    got, out = _post(proxy, "/sdk/v1/tool-search", doc)
+    assert got == status and out["error"]["code"] == code
+
+
+def test_tool_search_always_load_at_scale_is_linear(proxy):
+    tools = [{**TOOL, "name": f"t{i}", "always_load": True} for i in range(4096)]
+    status, out = _post(proxy, "/sdk/v1/tool-search",
+                        {"tools": tools, "query": "a", "max_tools": 10**9})
+    assert status == 200 and len(out["tools"]) == 4096
+
+
+@pytest.mark.parametrize("path", ["/sdk/v1/compress", "/sdk/v1/tool-search"])
+def test_deep_nesting_is_a_bad_request(proxy, path):
+    status, out = _post(proxy, path, b"[" * 5000 + b"]" * 5000)
+    assert status == 400 and out["error"]["code"] == "cave_invalid_request"
+
+
+@pytest.mark.parametrize("path", ["/sdk/v1/compress", "/caveman/v1/middleware/optimize"])
+def test_a_runtime_body_that_stalls_gets_408_at_once(tmp_path, upstream, rank_cache_dir, path):
+    import socket
+    import time
+
+    home = tmp_path / "p"
+    home.mkdir()
+    p = Proxy(home, upstream.upstream_url, rank_cache_dir, yaml="body_timeout: 1\n")
+    try:
+        with socket.create_connection(("127.0.0.1", p.port)) as s:
+            s.sendall(f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+                      "application/json\r\nContent-Length: 1000\r\n\r\n{".encode())
+            s.settimeout(10)
+            t0, data = time.monotonic(), b""
+            while chunk := s.recv(65536):
+                data += chunk
+            took = time.monotonic() - t0
+        assert data.startswith(b"HTTP/1.1 408 ") and took < 3, (took, data[:200])
+    finally:
+        p.stop()
+
+
 # -- middleware protocol 1.1
 
 
@@ -452,6 +508,58 @@ def test_handles_and_revocations_outlive_the_proxy(proxy, runtime, upstream, ran
         second.stop()
 
 
+def test_a_torn_revocation_file_cannot_swallow_a_revocation(tmp_path, upstream, rank_cache_dir):
+    """A line cut short (a crash, a full disk) at the end of middleware.revoked: the next
+    revocation starts a line of its own, so a restarted proxy still refuses the scope."""
+    home = tmp_path / "p"
+    home.mkdir()
+    first = Proxy(home, upstream.upstream_url, rank_cache_dir)
+    rt = MiddlewareRuntime(endpoint=first.url)
+    try:
+        rt.ready()
+        scope = Scope("tests", "victim")
+        handle = _optimize(rt, scope, [_api_results()]).replacements[0]["recovery_handle"]
+        revoked = Path(first.env["CAVEMAN_HOME"]) / "middleware.revoked"
+        revoked.write_bytes(b"41ffa9ca95f57")  # no newline
+        revoked.chmod(0o600)
+        rt.delete_session(scope)
+    finally:
+        rt.close()
+        first.stop()
+    assert revoked.read_bytes().split(b"\n")[1:] != [b""]  # the digest has its own line
+    again = Proxy(home, upstream.upstream_url, rank_cache_dir,
+                  ccr_db=Path(first.env["CAVEMAN_CCR_DB"]))
+    rt = MiddlewareRuntime(endpoint=again.url)
+    try:
+        rt.ready()
+        with pytest.raises(MiddlewareError) as e:
+            rt.retrieve(scope, handle=handle)
+        assert e.value.code == "deleted"
+    finally:
+        rt.close()
+        again.stop()
+
+
+def test_a_key_file_that_is_a_symlink_is_refused(tmp_path, upstream, rank_cache_dir):
+    home = tmp_path / "p"
+    home.mkdir()
+    p = Proxy(home, upstream.upstream_url, rank_cache_dir)
+    try:
+        key_home = Path(p.env["CAVEMAN_HOME"])
+        key_home.mkdir(mode=0o700)
+        (tmp_path / "elsewhere").write_text("ab" * 32 + "\n")
+        (key_home / "middleware.key").symlink_to(tmp_path / "elsewhere")
+        status, caps = _post(p, "/caveman/v1/middleware/capabilities", None)
+        assert status == 200 and caps["recovery"] is False
+        doc = {"schema_version": 1, "scope": _wire(Scope("a", "b")), "handle": "cmw_" + "0" * 48}
+        status, out = _post(p, "/caveman/v1/middleware/retrieve", doc)
+        assert status == 503 and out["error"]["code"] == "recovery_unavailable"
+        assert "not a regular file" in out["error"]["message"]
+        assert str(tmp_path) not in out["error"]["message"]  # no path reaches a client
+    finally:
+        p.stop()
+
+
 def test_retrieve_takes_integral_floats(proxy, runtime):
     """A model writes 1000.0 for 1000; JSON has one number type, and the client forwards it."""
     scope = Scope("tests", "floats")
@@ -463,6 +571,9 @@ def test_retrieve_takes_integral_floats(proxy, runtime):
     assert page["text"] == _api_results().encode()[10:1010].decode()
     status, page = _post(proxy, "/caveman/v1/middleware/retrieve", {**doc, "limit": 1000.5})
     assert status == 400 and page["error"]["code"] == "invalid_request"
+    for query in (0, False, [], {}):  # not text: no query, nor a silent "none"
+        status, page = _post(proxy, "/caveman/v1/middleware/retrieve", {**doc, "query": query})
+        assert status == 400 and page["error"]["code"] == "invalid_request", query
 
 
 def test_record_mode_is_left_alone(proxy):
@@ -635,6 +746,30 @@ def test_the_recovery_tool_reaches_the_model_as_the_adapter_wrote_it(tmp_path, u
         assert back.returncode == 0 and json.loads(back.stdout) == loop.tools
     finally:
         rt.close()
+        p.stop()
+
+
+def test_the_recovery_tool_is_kept_when_its_name_is_escaped(tmp_path, upstream, rank_cache_dir):
+    """A JSON escape in the name ("caveman\\u005fretrieve") names the same tool."""
+    from caveman_cloud.middleware.runtime import RECOVERY_DESCRIPTION, RECOVERY_SCHEMA
+
+    home = tmp_path / "p"
+    home.mkdir()
+    p = Proxy(home, upstream.upstream_url, rank_cache_dir, level="toolschema")
+    try:
+        recovery = json.dumps({"name": "caveman_retrieve", "description": RECOVERY_DESCRIPTION,
+                               "input_schema": RECOVERY_SCHEMA}).replace(
+            "caveman_retrieve", "caveman\\u005fretrieve")
+        others = json.dumps(json.loads((ROOT / "corpus" / "formats" /
+                                        "github.anthropic.json").read_text()))[1:-1]
+        body = ('{"model":"m","max_tokens":8,"messages":[{"role":"user","content":"hi"}],'
+                f'"tools":[{others},{recovery}]}}').encode()
+        r = request(p.url + "/v1/messages", body)
+        assert r.status == 200
+        sent = [x for x in upstream.fake.received if x.path == "/v1/messages"][-1].body
+        assert recovery.encode() in sent  # byte for byte
+        assert others.encode() not in sent  # the rest rewritten
+    finally:
         p.stop()
 
 

@@ -151,7 +151,12 @@ async def handle(proxy, st: State, request: web.BaseRequest, rid: str,
         return refuse(Refused(405, "invalid_request", f"{name} takes {method}."))
     body = b""
     if method == "POST":
-        body = await proxy._read_body(request)
+        try:
+            body = await proxy._read_body(request)
+        except TimeoutError:
+            resp = refuse(Refused(408, "request_timeout", "The request body did not arrive "
+                                  f"within {proxy.config.body_timeout:g} s."))
+            return await proxy._answer_and_close(request, resp)
         if body is None or len(body) > LIMITS["request_bytes"]:
             resp = refuse(Refused(413, "payload_limit",
                                   f"Request body exceeds {LIMITS['request_bytes']} bytes."))
@@ -199,9 +204,12 @@ def _persistent(engine) -> bool:
 def _capabilities(st: State, _body: bytes):
     try:
         engine = st.engine(counting=False)
+        st.scopes.tag(("capabilities",) * 4, "ccr_" + "0" * 32)  # the handle key is usable
         recovery = True
         persistent = _persistent(engine)
-    except Unavailable:
+    except (Unavailable, Unusable) as exc:
+        if isinstance(exc, Unusable):
+            log.warning("proxy: middleware capabilities: %s", exc)
         recovery = persistent = False  # ready() then reports recovery_unavailable
     return 200, {
         "schema_version": 1,
@@ -403,7 +411,8 @@ def _retrieve(st: State, body: bytes):
         raise Refused(400, "invalid_request", "'handle' must be cmw_ and 48 hex digits.")
     offset = doc.get("offset", 0)
     limit = doc.get("limit", LIMITS["page_bytes"])
-    query = doc.get("query") or ""
+    query = doc.get("query")
+    query = "" if query is None else query
     offset, limit = _integral(offset), _integral(limit)
     if not _safe(offset):
         raise Refused(400, "invalid_request", "'offset' must be a non-negative integer.")

@@ -183,12 +183,14 @@ class Rewriter:
             return None
         from .. import jsonio
 
-        if KEPT_TOOLS and b"caveman_retrieve" in catalog:
-            out = _keep_tools(catalog, out)
-            if out is None or len(out) >= len(catalog) or \
-                    self.engine.count(out) >= result.tokens_before:
+        # (a name may be spelt with JSON escapes: "caveman\u005fretrieve")
+        if KEPT_TOOLS and (b"caveman_retrieve" in catalog or b"\\u" in catalog):
+            kept = _keep_tools(catalog, out)
+            if kept is None or (kept != out and (
+                    len(kept) >= len(catalog) or self.engine.count(kept) >= result.tokens_before)):
                 self._remember(catalog, None)
                 return None
+            out = kept
         # Checked once here, one level down (as it will sit in the body): every splice of it
         # relies on this instead of parsing the spliced body again.
         if not jsonio.valid(b"[" + out + b"]"):

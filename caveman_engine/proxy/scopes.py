@@ -1,7 +1,8 @@
 """What binds a middleware ``cmw_`` handle to its scope, kept in the Caveman home directory
 (``CAVEMAN_HOME``, else ``~/.caveman``, 0700) so that it outlives the proxy:
 
-* ``middleware.key``: 32 random bytes (hex, mode 0600), made once. A handle's scope tag is an
+* ``middleware.key``: 32 random bytes (hex, mode 0600), made once; like the store's files it
+  must be a regular file of this user (a symlink is refused) and is tightened to 0600. A handle's scope tag is an
   HMAC-SHA256 under it, so nobody without the file can make a handle for another scope out of
   a ``ccr_`` handle or a digest of the content (the store's owner can read every original
   anyway). Proxies that share the directory share the key.
@@ -42,11 +43,27 @@ def _home() -> str:
     return home
 
 
+def _own(path: str, name: str) -> None:
+    """What the recovery store asks of its own files: ``path`` is a regular file (no symlink)
+    of this user, tightened to 0600."""
+    import stat
+
+    st = os.lstat(path)
+    if not stat.S_ISREG(st.st_mode):
+        raise Unusable(f"{name} is not a regular file")
+    if hasattr(os, "geteuid") and st.st_uid != os.geteuid():
+        raise Unusable(f"{name} belongs to another user")
+    if stat.S_IMODE(st.st_mode) != 0o600:
+        os.chmod(path, 0o600)
+
+
 def load_key(home: str) -> bytes:
-    """The directory's key, made (atomically, 0600) when there is none yet."""
+    """The directory's key, made (atomically, 0600) when there is none yet. Messages name
+    the file, not the directory (they reach clients)."""
     path = os.path.join(home, KEY_FILE)
     for _ in range(2):
         try:
+            _own(path, KEY_FILE)
             with open(path, "rb") as fh:
                 raw = fh.read().strip()
             key = bytes.fromhex(raw.decode("ascii"))
@@ -56,10 +73,11 @@ def load_key(home: str) -> bytes:
         except FileNotFoundError:
             pass
         except (ValueError, UnicodeDecodeError):
-            raise Unusable(f"{path}: not a key (64 hex digits); remove it to make a new "
-                           "one (handles issued under it stop resolving)") from None
+            raise Unusable(f"{KEY_FILE} in the Caveman home is not a key (64 hex digits); "
+                           "remove it to make a new one (handles issued under it stop "
+                           "resolving)") from None
         except OSError as exc:
-            raise Unusable(f"cannot read {path}: {exc.strerror or exc}") from None
+            raise Unusable(f"cannot read {KEY_FILE}: {exc.strerror or exc}") from None
         tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -73,13 +91,13 @@ def load_key(home: str) -> bytes:
             except FileExistsError:
                 pass
         except OSError as exc:
-            raise Unusable(f"cannot write {path}: {exc.strerror or exc}") from None
+            raise Unusable(f"cannot write {KEY_FILE}: {exc.strerror or exc}") from None
         finally:
             try:
                 os.unlink(tmp)
             except OSError:
                 pass
-    raise Unusable(f"cannot read {path}")
+    raise Unusable(f"cannot read {KEY_FILE}")
 
 
 class Scopes:
@@ -112,7 +130,7 @@ class Scopes:
         except FileNotFoundError:
             return
         except OSError as exc:
-            raise Unusable(f"cannot read {self._path}: {exc.strerror or exc}") from None
+            raise Unusable(f"cannot read {REVOKED_FILE}: {exc.strerror or exc}") from None
         if size == self._read:
             return
         try:
@@ -120,7 +138,7 @@ class Scopes:
                 fh.seek(self._read if size > self._read else 0)
                 data = fh.read()
         except OSError as exc:
-            raise Unusable(f"cannot read {self._path}: {exc.strerror or exc}") from None
+            raise Unusable(f"cannot read {REVOKED_FILE}: {exc.strerror or exc}") from None
         whole = data[:data.rfind(b"\n") + 1]  # a line still being written waits
         self._revoked.update(line.decode("ascii", "replace")
                              for line in whole.split(b"\n") if line)
@@ -140,14 +158,23 @@ class Scopes:
             self._refresh()
             if digest in self._revoked:
                 return False
+            line = digest.encode("ascii") + b"\n"
             try:
-                fd = os.open(self._path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+                fd = os.open(self._path, os.O_RDWR | os.O_APPEND | os.O_CREAT
+                             | getattr(os, "O_NOFOLLOW", 0), 0o600)
                 try:
-                    os.write(fd, digest.encode("ascii") + b"\n")
+                    _own(self._path, REVOKED_FILE)
+                    end = os.lseek(fd, 0, os.SEEK_END)
+                    # a line cut short before (a crash, a full disk) must not swallow this one
+                    if end and os.pread(fd, 1, end - 1) != b"\n":
+                        line = b"\n" + line
+                    view = memoryview(line)
+                    while view:
+                        view = view[os.write(fd, view):]
                     os.fsync(fd)
                 finally:
                     os.close(fd)
             except OSError as exc:
-                raise Unusable(f"cannot write {self._path}: {exc.strerror or exc}") from None
+                raise Unusable(f"cannot write {REVOKED_FILE}: {exc.strerror or exc}") from None
             self._revoked.add(digest)
             return True

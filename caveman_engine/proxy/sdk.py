@@ -28,6 +28,10 @@ log = logging.getLogger("caveman_engine.proxy")
 SDK_PREFIX = "/sdk/v1/"
 MIDDLEWARE_PREFIX = "/caveman/v1/middleware/"
 DEFAULT_MAX_TOOLS = 8
+# What one tool-search may ask for: the middleware's own manifest limit, and a query (or
+# context) far beyond any task description; past them it is a 413, not minutes of a worker.
+MAX_TOOLS = 4096
+MAX_QUERY_BYTES = 64 * 1024
 SERVED = ("/sdk/v1/compress", "/sdk/v1/tool-search")
 
 
@@ -156,7 +160,12 @@ async def handle(proxy, request: web.BaseRequest) -> web.StreamResponse:
                      f"(served: POST {', POST '.join(SERVED)}).")
     if request.method != "POST":
         return error(405, "cave_method_not_allowed", f"{path} takes POST, not {request.method}.")
-    body = await proxy._read_body(request)
+    try:
+        body = await proxy._read_body(request)
+    except TimeoutError:
+        return await proxy._answer_and_close(request, error(
+            408, "cave_request_timeout",
+            f"The request body did not arrive within {proxy.config.body_timeout:g} s."))
     if body is None:
         resp = error(413, "cave_request_too_large",
                      f"Request body exceeds {proxy.config.body_cap} bytes.")
@@ -164,7 +173,7 @@ async def handle(proxy, request: web.BaseRequest) -> web.StreamResponse:
         return resp
     try:
         doc = loads(body)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
         return error(400, "cave_invalid_request", "The body is not a JSON object.")
     if not isinstance(doc, dict):
         return error(400, "cave_invalid_request", "The body is not a JSON object.")
@@ -224,11 +233,19 @@ def _tool_search(st: State, doc: dict):
     query = doc.get("query")
     if not isinstance(tools, list) or not all(isinstance(t, dict) for t in tools):
         return 400, ("cave_invalid_request", "'tools' must be a list of tool objects.")
-    if not isinstance(query, str):
-        return 400, ("cave_invalid_request", "'query' must be a string.")
+    if len(tools) > MAX_TOOLS:
+        return 413, ("cave_request_too_large", f"at most {MAX_TOOLS} tools are ranked at once.")
     context = doc.get("context")
-    if context is not None and not isinstance(context, str):
-        return 400, ("cave_invalid_request", "'context' must be a string.")
+    for name, text in (("query", query), ("context", context)):
+        if name == "context" and text is None:
+            continue
+        data = utf8(text)
+        if data is None:
+            return 400, ("cave_invalid_request", f"'{name}' must be a string of well-formed "
+                                                 "text.")
+        if len(data) > MAX_QUERY_BYTES:
+            return 413, ("cave_request_too_large",
+                         f"'{name}' is over {MAX_QUERY_BYTES} bytes.")
     limit = doc.get("max_tools", DEFAULT_MAX_TOOLS)
     if type(limit) is not int or limit < 1:
         return 400, ("cave_invalid_request", "'max_tools' must be a positive integer.")
@@ -257,7 +274,8 @@ def _tool_search(st: State, doc: dict):
     # always_load tools first (catalog order), then the best-scoring others, max_tools in all;
     # a tool that shares no word with the query (BM25 0; no positive cosine) is not sent.
     chosen = [i for i, t in enumerate(tools) if t.get("always_load") is True][:limit]
-    ranked = sorted((i for i in range(len(tools)) if i not in chosen and scores[i] > 0),
+    first = set(chosen)
+    ranked = sorted((i for i in range(len(tools)) if i not in first and scores[i] > 0),
                     key=lambda i: -scores[i])
     chosen += ranked[:max(0, limit - len(chosen))]
     sent = [tools[i] for i in chosen]

@@ -204,6 +204,56 @@ class UpstreamUnavailable(Exception):
 _NO_WAIT = 64 * 1024
 
 
+try:  # the socket's unsent + unacknowledged bytes (Linux's SIOCOUTQ)
+    import fcntl
+    import termios
+
+    _TIOCOUTQ = termios.TIOCOUTQ if sys.platform.startswith("linux") else None
+except (ImportError, AttributeError):  # pragma: no cover - not Linux
+    _TIOCOUTQ = None
+
+
+def _unsent(transport) -> int:
+    """Bytes written to ``transport`` that the client has not taken yet: the transport's own
+    buffer, plus (on Linux) the socket's send queue. The kernel wakes a writer only once much
+    of a large send buffer is free, so the transport's buffer alone stands still for seconds
+    while a slow client reads."""
+    n = transport.get_write_buffer_size()
+    if _TIOCOUTQ is not None:
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            try:
+                n += int.from_bytes(fcntl.ioctl(sock.fileno(), _TIOCOUTQ, b"\0\0\0\0"),
+                                    sys.byteorder, signed=True)
+            except (OSError, ValueError):
+                pass
+    return n
+
+
+async def _progressing(write, transport, stall: float):
+    """``await write`` (a write to the client that may wait for it to read), or TimeoutError
+    once the client took no byte for ``stall`` seconds (:func:`_unsent` did not shrink over
+    that time). A slow reader that keeps reading is never cut."""
+    task = asyncio.ensure_future(write)
+    try:
+        # the task's first step puts its bytes in the buffer; progress is measured from there
+        done, _ = await asyncio.wait((task,), timeout=0)
+        if done:
+            return task.result()
+        last = _unsent(transport) if transport is not None else 0
+        while True:
+            done, _ = await asyncio.wait((task,), timeout=stall)
+            if done:
+                return task.result()
+            size = _unsent(transport) if transport is not None else last
+            if size >= last:
+                raise TimeoutError
+            last = size
+    finally:
+        if not task.done():
+            task.cancel()
+
+
 class _StartWithFirstChunk(web.StreamResponse):
     """A stream response whose headers wait for its first write, as aiohttp's own
     :class:`web.Response` does: used only when that first chunk is already in hand, so the
@@ -626,6 +676,15 @@ class Proxy:
         return web.Response(status=status, body=body, content_type="application/json",
                             headers=headers)
 
+    @staticmethod
+    async def _answer_and_close(request, resp: web.StreamResponse) -> web.StreamResponse:
+        """``resp`` sent and the connection closed now: no lingering read of a body that
+        stalls (the 408 of ``body_timeout``)."""
+        await resp.prepare(request)
+        await resp.write_eof()
+        request.protocol.force_close()
+        return resp
+
     async def _read_body(self, request) -> bytes | None:
         """The whole body, or None when it exceeds the cap (the rest is read and dropped, up
         to twice the cap, so the client sees the 413 instead of a reset). TimeoutError when
@@ -771,11 +830,7 @@ class Proxy:
             resp = self._error(408, "cave_request_timeout",
                                f"The request body did not arrive within "
                                f"{self.config.body_timeout:g} s.", rid, trace, extra)
-            # sent and the connection closed now: no lingering read of a body that stalls
-            await resp.prepare(request)
-            await resp.write_eof()
-            request.protocol.force_close()
-            return resp
+            return await self._answer_and_close(request, resp)
         if body is None:
             resp = self._error(413, "cave_request_too_large",
                                f"Request body exceeds {self.config.body_cap} bytes.", rid, trace,
@@ -899,10 +954,9 @@ class Proxy:
         sent = 0
         upstream_broken = client_gone = False
         finished = False
-        stall = self.config.body_timeout  # a client that takes no bytes this long is cut off
+        stall = self.config.body_timeout  # a client that takes no byte this long is cut off
         try:
-            async with asyncio.timeout(stall):
-                await resp.prepare(request)
+            await _progressing(resp.prepare(request), request.transport, stall)
             while True:
                 if first:
                     chunk, first = first, b""
@@ -923,8 +977,7 @@ class Proxy:
                     # The upstream's last bytes: they go out with the end of the response.
                     finished = True
                     observe()
-                    async with asyncio.timeout(stall):
-                        await resp.write_eof(chunk)
+                    await _progressing(resp.write_eof(chunk), request.transport, stall)
                     break
                 if length is not None and sent >= length:
                     observe()
@@ -933,13 +986,12 @@ class Proxy:
                         transport.get_write_buffer_size() + len(chunk) <= _NO_WAIT:
                     await resp.write(chunk)  # below the high-water mark: cannot wait
                 else:
-                    async with asyncio.timeout(stall):
-                        await resp.write(chunk)
+                    await _progressing(resp.write(chunk), transport, stall)
         except (ConnectionError, aiohttp.ClientConnectionResetError):
             client_gone = True
         except TimeoutError:
             # The client stopped reading: its connection goes, and so does the upstream's.
-            log.warning("proxy: a client took no bytes for %.0f s; connection closed", stall)
+            log.warning("proxy: a client took no byte for %.0f s; connection closed", stall)
             client_gone = True
             finished = False
             if request.transport is not None:
@@ -958,8 +1010,7 @@ class Proxy:
         if client_gone:
             return resp
         try:
-            async with asyncio.timeout(stall):
-                await resp.write_eof()
+            await _progressing(resp.write_eof(), request.transport, stall)
         except (ConnectionError, aiohttp.ClientConnectionResetError):
             pass
         except TimeoutError:
