@@ -1756,9 +1756,6 @@ def _export_tar(store, dest, entries, names, force, warn) -> ExportResult:
     """The archive is written beside ``dest`` and linked (or, with --force, renamed) into
     place once complete. An existing ``dest`` that is no regular file (a device, a FIFO) is
     written in place, never replaced; a missing parent directory is never created."""
-    import io
-    import tarfile
-
     try:
         st = os.stat(dest)
     except FileNotFoundError:
@@ -1773,16 +1770,6 @@ def _export_tar(store, dest, entries, names, force, warn) -> ExportResult:
     tmp = os.path.join(os.path.dirname(os.path.abspath(dest)),
                        f".{os.path.basename(dest)}.{os.getpid()}.tmp")
     result = ExportResult(dest, archive=True)
-    now = time.time()
-
-    def member(name: str, data: bytes, when: int | None) -> tuple[tarfile.TarInfo, io.BytesIO]:
-        info = tarfile.TarInfo(name)
-        info.size = len(data)
-        info.mode = 0o600
-        info.mtime = when / 1e9 if when is not None else now
-        info.uname = info.gname = ""
-        return info, io.BytesIO(data)
-
     ours = False
     try:
         try:
@@ -1796,16 +1783,7 @@ def _export_tar(store, dest, entries, names, force, warn) -> ExportResult:
         with os.fdopen(fd, "wb") as raw:
             # a device or FIFO cannot seek: tarfile's stream mode (`|`) never does
             mode = ("w|" if in_place else "w:") + ("" if dest.endswith(".tar") else "gz")
-            with tarfile.open(fileobj=raw, mode=mode, format=tarfile.PAX_FORMAT) as tar:
-                manifest = bytearray()
-                for e, name, meta_name, data, meta, line in _originals(
-                        store, entries, names, result, warn):
-                    when = parse_time(e.created_at)
-                    tar.addfile(*member(name, data, when))
-                    if meta_name:
-                        tar.addfile(*member(meta_name, meta, when))
-                    manifest += line
-                tar.addfile(*member(MANIFEST, bytes(manifest), None))
+            _write_tar(raw, mode, store, entries, names, result, warn)
             raw.flush()
             if not in_place:
                 os.fsync(raw.fileno())
@@ -1831,6 +1809,46 @@ def _export_tar(store, dest, entries, names, force, warn) -> ExportResult:
             except OSError:
                 pass
     return result
+
+
+def export_tar_stream(store: StoreBase | None, out, selection: Selection | None = None, *,
+                      warn=lambda line: None) -> ExportResult:
+    """Write the selected originals as an uncompressed tar stream to the file object ``out``
+    (``store export -``: stdout), the layout of a tar file export. ``store`` None (no store
+    yet) writes an archive holding an empty manifest. A failed write of ``out`` is raised as
+    it comes (stdout's own error: a reader that went away ends the command quietly)."""
+    entries = store.entries(selection) if store is not None else []
+    result = ExportResult("-", archive=True)
+    _write_tar(out, "w|", store, entries, _file_names(entries), result, warn)
+    return result
+
+
+def _write_tar(raw, mode: str, store, entries, names, result: ExportResult, warn) -> None:
+    """The archive of ``entries`` into the file object ``raw``: one 0600 member per original
+    (and metadata file), then ``manifest.jsonl``."""
+    import io
+    import tarfile
+
+    now = time.time()
+
+    def member(name: str, data: bytes, when: int | None) -> tuple[tarfile.TarInfo, io.BytesIO]:
+        info = tarfile.TarInfo(name)
+        info.size = len(data)
+        info.mode = 0o600
+        info.mtime = when / 1e9 if when is not None else now
+        info.uname = info.gname = ""
+        return info, io.BytesIO(data)
+
+    with tarfile.open(fileobj=raw, mode=mode, format=tarfile.PAX_FORMAT) as tar:
+        manifest = bytearray()
+        for e, name, meta_name, data, meta, line in _originals(store, entries, names, result,
+                                                               warn):
+            when = parse_time(e.created_at)
+            tar.addfile(*member(name, data, when))
+            if meta_name:
+                tar.addfile(*member(meta_name, meta, when))
+            manifest += line
+        tar.addfile(*member(MANIFEST, bytes(manifest), None))
 
 
 def entries_from_rows(blobs, objects) -> list[Entry]:

@@ -310,18 +310,23 @@ def export(dest: str, types: tuple[str, ...], older: int | None, force: bool, fm
     """Write the exact original bytes for backup, into the directory DEST (created 0700; one
     0600 file per original, named by its handle, plus manifest.jsonl with handle, content
     type, compressor, tokens, created time, size and sha256 per line), or into a tar file when
-    DEST ends in .tar or .tar.gz (same layout inside, archive 0600). Existing files are never
-    overwritten unless --force. A blob's handle is ccr_ + the first 16 bytes of its sha256, so
-    every exported file can be checked against its name.
+    DEST ends in .tar or .tar.gz (same layout inside, archive 0600), or, for DEST -, as an
+    uncompressed tar stream on stdout (the summary then goes to stderr; ./- names a directory
+    called -). Existing files are never overwritten unless --force. A blob's handle is ccr_ +
+    the first 16 bytes of its sha256, so every exported file can be checked against its name.
 
     \b
-    Example:
+    Examples:
       caveman-engine store export ~/ccr-backup.tar.gz --older-than 30d
+      caveman-engine store export - | ssh backup 'cat > ccr.tar'
     """
     from .store import ExportError, StoreError, exists, export_originals
 
     if not dest.strip() or "\x00" in dest:  # "" would be the current directory
         usage_error("store export", "DEST is empty: name a directory or a .tar or .tar.gz file")
+    if dest == "-":
+        _export_stdout(types, older, fmt, quiet)
+        return
     path = _path("store export")
     shown = _shown(path)
     if not exists(path):  # as purge and vacuum: nothing to do is no error
@@ -348,6 +353,45 @@ def export(dest: str, types: tuple[str, ...], older: int | None, force: bool, fm
     if result.skipped:
         doc["skipped"] = result.skipped
     _emit(fmt, doc, f"exported {result.count} originals ({result.bytes} bytes) to {dest}\n")
+
+
+def _export_stdout(types: tuple[str, ...], older: int | None, fmt: str, quiet: bool) -> None:
+    """``store export -``: an uncompressed tar stream on stdout, as tar's ``-f -``; nothing
+    is created on disk, and the summary goes to stderr (stdout carries the archive)."""
+    from .store import StoreError, exists, export_tar_stream
+
+    if sys.stdout.isatty():
+        usage_error("store export", "DEST - writes a tar archive to stdout, which is a "
+                                    "terminal: redirect it, or name a directory or a .tar file "
+                                    "(./- for one named -)")
+    path = _path("store export")
+    shown = _shown(path)
+    warn_ = lambda text: warn(f"caveman-engine store {text}", quiet)  # noqa: E731
+    if not exists(path):
+        export_tar_stream(None, sys.stdout.buffer)
+        sys.stdout.flush()
+        warn(f"caveman-engine store export: no recovery store at {shown}; the archive holds an "
+             "empty manifest", quiet)
+        return
+    s = open_store_or_fail("store export")
+    try:
+        result = export_tar_stream(s, sys.stdout.buffer, _selection(types, older), warn=warn_)
+    except StoreError as exc:
+        error("store export", str(exc))
+    finally:
+        s.close()
+    sys.stdout.flush()  # a short write is the error, not the summary below
+    if result.count == 0:
+        warn("caveman-engine store export: no original matched; the archive holds an empty "
+             "manifest", quiet)
+    doc = {"dest": "-", "format": "tar", "count": result.count, "bytes": result.bytes}
+    if result.mismatched:
+        doc["hash_mismatches"] = result.mismatched
+    if result.skipped:
+        doc["skipped"] = result.skipped
+    warn("caveman-engine store export: " + (
+        json_bytes(doc).decode("utf-8", "surrogateescape") if fmt == "json" else
+        f"exported {result.count} originals ({result.bytes} bytes) to stdout"), quiet)
 
 
 # --------------------------------------------------------------------------- purge
