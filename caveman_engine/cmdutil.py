@@ -25,20 +25,33 @@ STRICT_TYPES_ENV = "CAVEMAN_STRICT_TYPES"
 
 def did_you_mean(word: str, choices) -> str:
     """`` (did you mean X?)`` for the choice closest to a mistyped ``word``, or ``""``. The one
-    helper behind every "did you mean" of the command line (options, --type, --format, ...):
-    a choice that differs only in case is the answer, else difflib's closest match (ratio 0.6
-    or more), case ignored."""
+    helper behind every "did you mean" of the command line (options, --type, --format, the
+    proxy's level, ...): a choice that differs only in case, surrounding blanks or ``_`` for
+    ``-`` is the answer; else difflib's closest match (ratio 0.6 or more, case ignored); else
+    the one choice that ``word`` is a whole ``-``-separated part of (``max``:
+    ``toolschema-max``)."""
     import difflib
 
+    def norm(text: str) -> str:
+        return text.strip().lower().replace("_", "-")
+
     choices = [c for c in choices if isinstance(c, str)]
+    by_norm: dict[str, str] = {}
+    for c in choices:
+        by_norm.setdefault(norm(c), c)
+    low = norm(word)
+    if not low:
+        return ""
+    if low in by_norm and by_norm[low] != word:
+        return f" (did you mean {by_norm[low]}?)"
     by_lower: dict[str, str] = {}
     for c in choices:
         by_lower.setdefault(c.lower(), c)
-    low = word.lower()
-    if low in by_lower and by_lower[low] != word:
-        return f" (did you mean {by_lower[low]}?)"
-    found = difflib.get_close_matches(low, list(by_lower), n=1, cutoff=0.6)
-    return f" (did you mean {by_lower[found[0]]}?)" if found else ""
+    found = difflib.get_close_matches(word.lower(), list(by_lower), n=1, cutoff=0.6)
+    if found:
+        return f" (did you mean {by_lower[found[0]]}?)"
+    parts = {c for n, c in by_norm.items() if low in n.split("-") and n != low}
+    return f" (did you mean {parts.pop()}?)" if len(parts) == 1 else ""
 
 
 def option_problem(word: str, names, flags=()) -> str | None:
@@ -69,6 +82,8 @@ def bad_value(option: str, value: str, choices, kind: str | None = None, also=()
     json (did you mean json?)``; with ``kind``, ``--type x: unknown or unavailable content
     type (...)``. ``also``: accepted spellings that are not listed but may be suggested."""
     choices = list(choices)
+    if not kind and not value.strip():
+        return f"{option} is empty: name one of " + ", ".join(choices)
     what = f"unknown {kind}" if kind else "not one of " + ", ".join(choices)
     return f"{option} {value}: {what}{did_you_mean(value, choices + list(also))}"
 

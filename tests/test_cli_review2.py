@@ -92,3 +92,55 @@ def test_store_export_dash_to_a_full_disk_is_an_error(cli_env, here, handle):
 def test_store_export_dot_slash_dash_is_a_directory(cli, here, handle):
     r = cli("store", "export", "./-")
     assert r.returncode == 0 and (here / "-" / handle).is_file()
+
+
+# --------------------------------------------------------------------------- choice values
+
+LEVELS = "off, annotations, toolschema, toolschema-safe, toolschema-max"
+
+
+@pytest.mark.parametrize("args, line", [
+    # an empty choice said `--format : not one of text, json`
+    (("stats", "--format", ""), "stats: --format is empty: name one of text, json"),
+    (("store", "info", "--format="), "store info: --format is empty: name one of text, json"),
+    (("evals", "tools", "--grader", "", "a.json"),
+     "evals tools: --grader is empty: name one of lexical, semantic, both, llm"),
+    # a level or type a whole part of one choice had no "did you mean"
+    (("measure", "--type", "max", "tools.json"),
+     "measure: --type max: unknown or unavailable content type (did you mean toolschema-max?)"),
+    (("diff", "--type", "safe", "tools.json"),
+     "diff: --type safe: unknown or unavailable content type (did you mean toolschema-safe?)"),
+    (("evals", "tools", "--type", "max", "a.json"),
+     "evals tools: --type max: unknown or unavailable content type (did you mean "
+     "toolschema-max?)"),
+    (("compress", "--strict", "--type", "max", "a.json"),
+     "compress: --type max: unknown or unavailable content type (did you mean "
+     "toolschema-max?)"),
+    (("mcp", "--type", "max", "--", "cat"),
+     "mcp: --type max: unknown or unavailable content type (did you mean toolschema-max?)"),
+    (("proxy", "--level", "max"),
+     f"proxy: --level max: not one of {LEVELS} (did you mean toolschema-max?)"),
+    (("proxy", "--level", ""), f"proxy: --level is empty: name one of {LEVELS}"),
+])
+def test_every_choice_one_wording(cli, here, args, line):
+    r = cli(*args)
+    assert (r.returncode, r.stdout, r.stderr.decode()) == (2, b"", f"caveman-engine {line}\n")
+
+
+@pytest.mark.parametrize("yaml, env, line", [
+    ("toolschema_strip: max\n", {},
+     f"config c.yaml: toolschema_strip max: not one of {LEVELS} (did you mean toolschema-max?)"),
+    ("toolschema_strip: true\n", {}, f"config c.yaml: toolschema_strip true: not one of {LEVELS}"),
+    ("toolschema_strip: ''\n", {},
+     f"config c.yaml: toolschema_strip is empty: name one of {LEVELS}"),
+    ("", {"CAVEMAN_TOOLSCHEMA_STRIP": "max"},
+     f"CAVEMAN_TOOLSCHEMA_STRIP max: not one of {LEVELS} (did you mean toolschema-max?)"),
+])
+def test_the_proxy_level_names_its_source_in_the_same_wording(proxy_env, here, yaml, env, line):
+    """The config file and the environment said `unknown level 'max' (did you mean
+    'toolschema-max'?)`, unlike every other choice."""
+    (here / "c.yaml").write_text(yaml)
+    p = subprocess.run([console_script(), "proxy", "--config", "c.yaml", "--listen",
+                        "127.0.0.1:0"], env={**proxy_env, **env}, capture_output=True,
+                       timeout=30)
+    assert (p.returncode, p.stderr.decode()) == (1, f"caveman-engine proxy: {line}\n")

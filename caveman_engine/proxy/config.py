@@ -21,8 +21,9 @@ YAML key                       environment                          default
 The two allowlists are YAML lists, or comma-separated in the environment.
 
 The level is one of :data:`LEVELS`, spelled exactly; anything else (``max``, ``Annotations``,
-`` annotations``) is an error that names the closest level: a typo must not start a proxy that
-quietly saves nothing. So is a YAML key the proxy does not read. The listen address must be a
+`` annotations``) is an error that names its source (``--level``, the file and key, the
+variable) and the closest level, worded as every choice of the command line: a typo must not
+start a proxy that quietly saves nothing. So is a YAML key the proxy does not read. The listen address must be a
 loopback host: the proxy has no inbound authentication.
 
 File: ``--config FILE``, else ``$CAVEMAN_CONFIG``, else ``<CAVEMAN_HOME>/caveman.yaml``
@@ -110,12 +111,19 @@ def _hint(value: object, choices) -> str:
     return "expected one of " + ", ".join(choices)
 
 
-def check_level(value: object, error=ConfigError, where: str = "") -> str:
-    """``value`` if it is one of :data:`LEVELS`, spelled exactly; else ``error``, naming the
-    closest level."""
+def check_level(value: object, error=ConfigError, where: str = "--level") -> str:
+    """``value`` if it is one of :data:`LEVELS`, spelled exactly; else ``error`` in the
+    command line's one wording for a choice (:func:`cmdutil.bad_value`), ``where`` naming the
+    source: ``--level max: not one of off, … (did you mean toolschema-max?)``, ``config F:
+    toolschema_strip max: …``, ``CAVEMAN_TOOLSCHEMA_STRIP max: …``."""
     if isinstance(value, str) and value in LEVELS:
         return value
-    raise error(f"{where}unknown level {value!r} ({_hint(value, LEVELS)})")
+    import json
+
+    from ..cmdutil import bad_value
+
+    shown = value if isinstance(value, str) else json.dumps(value)  # YAML's spelling: true
+    raise error(bad_value(where, shown, LEVELS))
 
 
 def _check_keys(file: str, where: str, mapping: dict, known) -> None:
@@ -250,10 +258,10 @@ def load(
     if v is False:
         v = "off"  # YAML reads a bare `off` as false
     if v is not None:
-        cfg.level = check_level(v, where=f"config {file}: toolschema_strip: ")
+        cfg.level = check_level(v, where=f"config {file}: toolschema_strip")
     e = env.get("CAVEMAN_TOOLSCHEMA_STRIP")
     if not _blank(e):
-        cfg.level = check_level(e, where="CAVEMAN_TOOLSCHEMA_STRIP: ")
+        cfg.level = check_level(e, where="CAVEMAN_TOOLSCHEMA_STRIP")
     if level is not None:
         cfg.level = level
 
