@@ -409,7 +409,7 @@ def detect(paths: tuple[str, ...]) -> None:
 @cli.command(context_settings=CONTEXT,
              short_help="Print the exact original bytes behind a handle.")
 @click.option("-o", "--output", "output", metavar="FILE", callback=nonempty("a file"),
-              help="Write to FILE (replaced only once complete) instead of stdout.")
+              help="Write to FILE (replaced only once complete) instead of stdout (-: stdout).")
 @click.option("-q", "--quiet", is_flag=True, help="No warnings on stderr.")
 @click.argument("handle", required=False)
 @click.argument("query", required=False)
@@ -438,7 +438,7 @@ def retrieve(output: str | None, quiet: bool, handle: str | None, query: str | N
         error("retrieve", f"{handle}: recovery handle not found")
     except StoreError as exc:
         error("retrieve", str(exc))
-    if output is not None:
+    if output is not None and output != "-":  # -o -: stdout, as curl -o - (./- for a file)
         write_file("retrieve", output, data)
     else:
         write_stdout(data)

@@ -144,3 +144,42 @@ def test_the_proxy_level_names_its_source_in_the_same_wording(proxy_env, here, y
                         "127.0.0.1:0"], env={**proxy_env, **env}, capture_output=True,
                        timeout=30)
     assert (p.returncode, p.stderr.decode()) == (1, f"caveman-engine proxy: {line}\n")
+
+
+# --------------------------------------------------------------------------- - as a path
+
+def test_retrieve_output_dash_is_stdout(cli, here, handle):
+    """`retrieve -o -` wrote a file named `-`."""
+    r = cli("retrieve", handle, "-o", "-")
+    assert (r.returncode, r.stdout, r.stderr) == (0, GITHUB.read_bytes(), b"")
+    assert not os.path.lexists(here / "-")
+
+
+def test_check_baseline_dash_reads_stdin(cli, here):
+    """`check -b -` read a file named `-` (`cannot read -: No such file or directory`)."""
+    made = cli("check", "tools.json", "-b", "-", "--update-baseline")
+    assert made.returncode == 0
+    assert made.stderr == (b"caveman-engine check: wrote the baseline to stdout: 3546 tokens "
+                           b"across 26 tools (o200k_base)\n")
+    assert json.loads(made.stdout)["total"] == 3546
+    assert not os.path.lexists(here / "-")  # it wrote a file named -
+    r = cli("check", "tools.json", "-b", "-", input=made.stdout)
+    assert (r.returncode, r.stderr) == (0, b"")
+    assert r.stdout.startswith(b"check OK: 3546 tokens")
+    r = cli("check", "tools.json", "-b", "-", input=b"{}")
+    assert (r.returncode, r.stderr) == (2, b"caveman-engine check: baseline stdin is not a "
+                                           b"caveman-engine baseline (expected tokenizer and "
+                                           b"per-tool token counts)\n")
+
+
+def test_check_file_and_baseline_cannot_both_be_stdin(cli, here):
+    r = cli("check", "-", "-b", "-", input=GITHUB.read_bytes())
+    assert (r.returncode, r.stdout, r.stderr) == (
+        2, b"", b"caveman-engine check: only one of FILE and --baseline can be stdin\n")
+
+
+def test_evals_run_fixtures_dash_is_a_usage_error(cli, here):
+    r = cli("evals", "run", "--fixtures", "-")
+    assert (r.returncode, r.stdout, r.stderr) == (
+        2, b"", b"caveman-engine evals run: --fixtures -: fixtures are a directory, not stdin "
+                b"(./- for one named -)\n")

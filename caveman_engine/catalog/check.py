@@ -49,9 +49,11 @@ def baseline_json(m: Measurement) -> bytes:
     return (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode()
 
 
-def load_baseline(path: Path) -> dict[str, Any]:
+def load_baseline(path: Path, data: bytes | None = None) -> dict[str, Any]:
+    """The baseline in the file ``path``, or in ``data`` already read (``path`` then only
+    names it: ``stdin``)."""
     try:
-        doc = json.loads(path.read_bytes())
+        doc = json.loads(path.read_bytes() if data is None else data)
     except OSError as exc:
         raise BaselineError(f"cannot read {path}: {exc.strerror or exc}") from None
     except ValueError as exc:

@@ -157,7 +157,9 @@ def measure(source: str, fmt: str, content_type: str | None, rules, disabled) ->
 @click.command("check")
 @click.argument("source", metavar="FILE")
 @click.option("--baseline", "-b", "baseline", required=True, metavar="B",
-              callback=nonempty("a file"), help="Baseline JSON (per-tool token counts).")
+              callback=nonempty("a file"),
+              help="Baseline JSON (per-tool token counts); - reads it from stdin, or writes "
+                   "it to stdout with --update-baseline.")
 @click.option("--max-increase", "max_increase", default="0", metavar="5%|N",
               help="Allowed growth of the total: a percentage of the baseline or a token count.")
 @click.option("--max-total", "max_total", type=click.IntRange(min=0), default=None, metavar="N",
@@ -178,7 +180,7 @@ def check(source, baseline, max_increase, max_total, max_tool, update, fmt) -> N
     Example:
       caveman-engine check tools.json -b tools.baseline.json --max-increase 5%
     """
-    from ..cmdutil import json_bytes, text_bytes, write_file
+    from ..cmdutil import json_bytes, read_input, text_bytes, warn, write_file
     from . import check as _c
     from . import measure as _m
 
@@ -186,19 +188,28 @@ def check(source, baseline, max_increase, max_total, max_tool, update, fmt) -> N
         increase, is_pct = _c.parse_increase(max_increase)
     except ValueError as exc:
         _fail("check", str(exc))
+    # -b -: the baseline comes on stdin (or, with --update-baseline, goes to stdout)
+    if baseline == "-" and source == "-" and not update:
+        _fail("check", "only one of FILE and --baseline can be stdin")
     _, doc = _load("check", source)
     try:
         m = _m.measure_doc(doc)
     except envelope.CatalogError as exc:
         _fail("check", f"{_name(source)}: {exc}")
     path = Path(baseline)
+    summary = f"{m.total} tokens across {len(m.in_order)} tools ({m.tokenizer})"
+    if update and baseline == "-":
+        _write(_c.baseline_json(m))
+        sys.stdout.flush()
+        warn(f"caveman-engine check: wrote the baseline to stdout: {summary}")
+        return
     if update:
         write_file("check", baseline, _c.baseline_json(m))
-        _write(text_bytes(f"wrote {baseline}: {m.total} tokens across {len(m.in_order)} tools "
-                          f"({m.tokenizer})\n"))
+        _write(text_bytes(f"wrote {baseline}: {summary}\n"))
         return
     try:
-        base = _c.load_baseline(path)
+        base = (_c.load_baseline(Path("stdin"), read_input("check", "-", code=2))
+                if baseline == "-" else _c.load_baseline(path))
         v = _c.evaluate(m, base, _c.Budget(increase, is_pct, max_total, max_tool))
     except _c.BaselineError as exc:
         _fail("check", str(exc))

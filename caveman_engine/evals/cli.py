@@ -105,6 +105,9 @@ def run_command(fixtures: str | None, fmt: str) -> None:
     from ..cmdutil import cannot_read, error
     from . import run as _run
 
+    if fixtures == "-":  # a directory cannot come on stdin; ./- names one called -
+        _fail("caveman-engine evals run: --fixtures -: fixtures are a directory, not stdin "
+              "(./- for one named -)", 2)
     root = fixtures if fixtures is not None else str(_pkg.FIXTURES_DIR)
     manifest = os.path.join(root, _run.MANIFEST)
     try:
