@@ -256,6 +256,15 @@ def usage_line(exc: click.UsageError, args: list[str] = (), where: str | None = 
             message = f"missing option {max(param.opts, key=len)}"
         else:
             message = f"missing {param.make_metavar(ctx) if ctx is not None else param.name}"
+    elif (isinstance(exc, click.BadParameter) and exc.param is not None and exc.param.opts
+          and not (_given_value(exc.param.opts, list(args)) or "").strip()
+          and _given_value(exc.param.opts, list(args)) is not None):
+        # an empty number or age (`--limit ''`), said as every empty value is
+        kind = exc.param.type
+        what = ("a number" if isinstance(kind, click.types._NumberParamTypeBase)
+                else f"{'an' if kind.name[:1] in 'AEIOU' else 'a'} {kind.name.lower()}"
+                if kind.name.isupper() else "a value")
+        message = f"{max(exc.param.opts, key=len)} is empty: name {what}"
     elif (isinstance(exc, click.BadParameter) and exc.param is not None
           and isinstance(exc.param.type, click.Choice) and exc.param.opts):
         # a plain click.Choice (ours are worded by Choice.convert)

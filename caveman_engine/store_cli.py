@@ -17,8 +17,8 @@ import time
 
 import click
 
-from .cli import (FORMAT, RequiredSubcommand, error, fail, json_bytes, open_store_or_fail,
-                  text_bytes, usage_error, usage_line, warn, write_stdout)
+from .cli import (FORMAT, RequiredSubcommand, error, fail, json_bytes, nonempty,
+                  open_store_or_fail, text_bytes, usage_error, usage_line, warn, write_stdout)
 
 SUBCOMMANDS = ("path", "info", "export", "purge", "vacuum")
 _AGE = re.compile(r"([0-9]+)([smhdw])")
@@ -29,10 +29,11 @@ class StoreCommand(click.Command):
     """A usage error is one line naming the subcommand, exit 2."""
 
     def make_context(self, info_name, args, parent=None, **extra):
+        given = list(args)  # click's parser consumes args
         try:
             return super().make_context(info_name, args, parent=parent, **extra)
         except click.UsageError as exc:
-            fail(usage_line(exc, args, where=f"caveman-engine store {info_name}", command=self),
+            fail(usage_line(exc, given, where=f"caveman-engine store {info_name}", command=self),
                  2)
 
 
@@ -146,6 +147,7 @@ def _format_option(f):
 
 def _type_option(f):
     return click.option("--type", "types", multiple=True, metavar="T",
+                        callback=nonempty("a content type"),
                         help="Only originals of content type T (a typed object's object type); "
                              "repeatable.")(f)
 

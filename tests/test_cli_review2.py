@@ -183,3 +183,26 @@ def test_evals_run_fixtures_dash_is_a_usage_error(cli, here):
     assert (r.returncode, r.stdout, r.stderr) == (
         2, b"", b"caveman-engine evals run: --fixtures -: fixtures are a directory, not stdin "
                 b"(./- for one named -)\n")
+
+
+# --------------------------------------------------------------------------- empty values
+
+@pytest.mark.parametrize("args, line", [
+    # click's `invalid value for '--limit': '' is not a valid integer range`
+    (("evals", "tools", "--limit", "", "a.json"), "evals tools: --limit is empty: name a number"),
+    (("verify", "--examples=", "a.json", "a.json"), "verify: --examples is empty: name a number"),
+    (("check", "tools.json", "-b", "bl.json", "--max-total", ""),
+     "check: --max-total is empty: name a number"),
+    (("mcp", "--max-line", "", "--", "cat"), "mcp: --max-line is empty: name a number"),
+    (("store", "purge", "--older-than", "", "-n"),
+     "store purge: --older-than is empty: name an age"),
+    # an empty type selected nothing; empty rules fell back to CAVEMAN_SAFE_RULES
+    (("store", "purge", "--type", "", "-n"), "store purge: --type is empty: name a content type"),
+    (("store", "export", "x.tar", "--type="), "store export: --type is empty: name a content type"),
+    (("measure", "--rules", "", "tools.json"),
+     "measure: --rules is empty: name safe rules (e.g. -defs_inline,-anyof_null)"),
+])
+def test_an_empty_value_says_so(cli, here, args, line):
+    r = cli(*args)
+    assert (r.returncode, r.stdout, r.stderr.decode()) == (2, b"", f"caveman-engine {line}\n")
+    assert not (here / "x.tar").exists()

@@ -93,6 +93,7 @@ def _write(data: bytes | str) -> None:
 
 _RULE_OPTIONS = [
     click.option("--rules", "rules", metavar="SPEC", default=None,
+                 callback=nonempty("safe rules (e.g. -defs_inline,-anyof_null)"),
                  help="Safe rules to use, like CAVEMAN_SAFE_RULES (e.g. -defs_inline,-anyof_null)."),
     click.option("--disable-rule", "disabled", metavar="NAME", multiple=True,
                  help="Disable one safe rule (repeatable)."),

@@ -27,13 +27,14 @@ class _UsageOnError:
     """A click usage error while parsing is the command line's one-line usage error, exit 2."""
 
     def make_context(self, info_name, args, parent=None, **extra):
+        given = list(args)  # click's parser consumes args
         try:
             return super().make_context(info_name, args, parent=parent, **extra)
         except click.UsageError as exc:
             from ..cli import usage_line
 
             where = f"{parent.command_path if parent is not None else 'caveman-engine'} {info_name}"
-            _fail(usage_line(exc, args, where=where, command=self), 2)
+            _fail(usage_line(exc, given, where=where, command=self), 2)
 
 
 class EvalsGroup(_UsageOnError, RequiredSubcommand):
