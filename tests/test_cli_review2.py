@@ -206,3 +206,15 @@ def test_an_empty_value_says_so(cli, here, args, line):
     r = cli(*args)
     assert (r.returncode, r.stdout, r.stderr.decode()) == (2, b"", f"caveman-engine {line}\n")
     assert not (here / "x.tar").exists()
+
+
+def test_proxy_config_dash_reads_stdin(proxy_env, here):
+    """`proxy --config -` said `config -: no such file`."""
+    p = subprocess.run([console_script(), "proxy", "--config", "-"], env=proxy_env,
+                       input=b"toolschema_strip: max\n", capture_output=True, timeout=30)
+    assert (p.returncode, p.stderr.decode()) == (
+        1, f"caveman-engine proxy: config stdin: toolschema_strip max: not one of {LEVELS} "
+           "(did you mean toolschema-max?)\n")
+    p = subprocess.run([console_script(), "proxy", "--config", "./-"], env=proxy_env,
+                       capture_output=True, timeout=30)
+    assert (p.returncode, p.stderr) == (1, b"caveman-engine proxy: config ./-: no such file\n")

@@ -33,7 +33,8 @@ def _fail(message: str, code: int = 1) -> None:
               help=f"Catalog rewrite: {'|'.join(LEVELS)} (overrides the config; "
                    "any other value is an error).")
 @click.option("--config", "config_file", default=None, metavar="FILE",
-              help="YAML config (default $CAVEMAN_CONFIG, else $CAVEMAN_HOME/caveman.yaml).")
+              help="YAML config, - for stdin (default $CAVEMAN_CONFIG, else "
+                   "$CAVEMAN_HOME/caveman.yaml).")
 def proxy_command(listen: str | None, level: str | None, config_file: str | None) -> None:
     from .config import ConfigError, load
 

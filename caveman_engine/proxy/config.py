@@ -27,7 +27,7 @@ start a proxy that quietly saves nothing. So is a YAML key the proxy does not re
 loopback host: the proxy has no inbound authentication.
 
 File: ``--config FILE``, else ``$CAVEMAN_CONFIG``, else ``<CAVEMAN_HOME>/caveman.yaml``
-(``CAVEMAN_HOME`` defaults to ``~/.caveman``). A missing default file means defaults; a missing
+(``CAVEMAN_HOME`` defaults to ``~/.caveman``); ``-`` is stdin. A missing default file means defaults; a missing
 file named by ``--config`` or ``$CAVEMAN_CONFIG``, a file that is not valid YAML (or not a
 mapping) or a bad value is a :class:`ConfigError` (exit 1); a bad ``--level``/``--listen`` is a
 :class:`CommandLineError` (exit 2).
@@ -229,8 +229,21 @@ def load(
     doc: dict = {}
     read = None
     try:
-        with open(file, "rb") as fh:
-            raw = fh.read()
+        if file == "-":  # stdin, as every command reads `-`; ./- names a file called -
+            import sys
+
+            from ..limits import InputTooLarge, read_bounded
+
+            file = "stdin"
+            try:
+                raw = read_bounded(sys.stdin.buffer)
+            except InputTooLarge:
+                from ..cmdutil import too_large
+
+                raise ConfigError(f"config stdin: {too_large()}") from None
+        else:
+            with open(file, "rb") as fh:
+                raw = fh.read()
         read = file
     except FileNotFoundError:
         if named:
