@@ -218,3 +218,27 @@ def test_proxy_config_dash_reads_stdin(proxy_env, here):
     p = subprocess.run([console_script(), "proxy", "--config", "./-"], env=proxy_env,
                        capture_output=True, timeout=30)
     assert (p.returncode, p.stderr) == (1, b"caveman-engine proxy: config ./-: no such file\n")
+
+
+@pytest.mark.parametrize("yaml, env, line", [
+    ("upstream_timeout: abc\n", {}, "config c.yaml: upstream_timeout 'abc': expected seconds"),
+    ("", {"CAVEMAN_PROXY_UPSTREAM_TIMEOUT": "abc"},
+     "CAVEMAN_PROXY_UPSTREAM_TIMEOUT 'abc': expected seconds"),
+    ("max_connections: 1.5\n", {},
+     "config c.yaml: max_connections 1.5: expected a positive integer"),
+    ("", {"CAVEMAN_PROXY_HEADER_TIMEOUT": "-1"},
+     "CAVEMAN_PROXY_HEADER_TIMEOUT '-1': must be positive and finite"),
+    ("allowed_hosts: 3\n", {}, "config c.yaml: allowed_hosts: expected a list of strings"),
+    ("providers:\n  anthropic: {base_url: 'ftp://x'}\n", {},
+     "config c.yaml: providers.anthropic.base_url 'ftp://x': expected http(s)://host[:port]"),
+    ("listen: 0.0.0.0:1\n", {}, "config c.yaml: listen address '0.0.0.0:1': only loopback "
+                                "hosts are allowed (no inbound auth)"),
+    ("", {"CAVEMAN_PROXY_LISTEN": "0.0.0.0:1"}, "CAVEMAN_PROXY_LISTEN: listen address "
+     "'0.0.0.0:1': only loopback hosts are allowed (no inbound auth)"),
+])
+def test_every_bad_proxy_setting_names_its_source(proxy_env, here, yaml, env, line):
+    """These lines named the key alone: a reader could not tell the file from the variable."""
+    (here / "c.yaml").write_text(yaml)
+    p = subprocess.run([console_script(), "proxy", "--config", "c.yaml"],
+                       env={**proxy_env, **env}, capture_output=True, timeout=30)
+    assert (p.returncode, p.stderr.decode()) == (1, f"caveman-engine proxy: {line}\n")

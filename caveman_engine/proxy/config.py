@@ -302,32 +302,40 @@ def load(
             raise ConfigError(f"config {file}: providers.{name} must be a mapping")
         _check_keys(file, f"providers.{name}.", entry, PROVIDER_KEYS)
         if "base_url" in entry:
-            cfg.upstreams[name] = _check_base_url(name, entry["base_url"])
+            try:
+                cfg.upstreams[name] = _check_base_url(name, entry["base_url"])
+            except ConfigError as exc:
+                raise ConfigError(f"config {file}: {exc}") from None
 
     listen_value = doc.get("listen")
+    source = f"config {file}: " if listen_value is not None else ""
     e = env.get("CAVEMAN_PROXY_LISTEN")
     if not _blank(e):
-        listen_value = e
+        listen_value, source = e, "CAVEMAN_PROXY_LISTEN: "
     if listen is not None:
-        listen_value = listen
+        listen_value, source = listen, ""
     if listen_value is None:
         listen_value = DEFAULT_LISTEN
     if not isinstance(listen_value, str):
         raise ConfigError(f"config {file}: listen must be a string HOST:PORT")
-    cfg.host, cfg.port = parse_listen(listen_value)
+    try:
+        cfg.host, cfg.port = parse_listen(listen_value)
+    except ConfigError as exc:
+        raise ConfigError(f"{source}{exc}") from None
 
     t = doc.get("upstream_timeout")
+    source = f"config {file}: upstream_timeout"
     e = env.get("CAVEMAN_PROXY_UPSTREAM_TIMEOUT")
     if not _blank(e):
-        t = e
+        t, source = e, "CAVEMAN_PROXY_UPSTREAM_TIMEOUT"
     if t is not None:
         try:
             cfg.upstream_timeout = float(t)
         except (TypeError, ValueError):
-            raise ConfigError(f"upstream_timeout {t!r}: expected seconds") from None
+            raise ConfigError(f"{source} {t!r}: expected seconds") from None
         if not cfg.upstream_timeout > 0:
-            raise ConfigError(f"upstream_timeout {t!r}: must be positive")
-    _load_security(cfg, doc, env)
+            raise ConfigError(f"{source} {t!r}: must be positive")
+    _load_security(cfg, doc, env, file)
     return cfg
 
 
@@ -340,16 +348,16 @@ def _names(key: str, value: object) -> tuple[str, ...]:
     return tuple(v.strip() for v in value if v.strip())
 
 
-def _load_security(cfg: Config, doc: dict, env) -> None:
+def _load_security(cfg: Config, doc: dict, env, file: str) -> None:
     """The inbound allowlists and limits (environment over YAML, as for the other keys)."""
     for key, var in (("allowed_hosts", "CAVEMAN_PROXY_ALLOWED_HOSTS"),
                      ("allowed_origins", "CAVEMAN_PROXY_ALLOWED_ORIGINS")):
-        v = doc.get(key)
+        v, source = doc.get(key), f"config {file}: {key}"
         e = env.get(var)
         if not _blank(e):
-            v = e
+            v, source = e, var
         if v is not None:
-            names = _names(key, v)
+            names = _names(source, v)
             if key == "allowed_hosts":
                 names = tuple(n.lower() for n in names)
             setattr(cfg, key, names)
@@ -357,10 +365,10 @@ def _load_security(cfg: Config, doc: dict, env) -> None:
                            ("body_timeout", "CAVEMAN_PROXY_BODY_TIMEOUT", float),
                            ("store_timeout", "CAVEMAN_PROXY_STORE_TIMEOUT", float),
                            ("max_connections", "CAVEMAN_PROXY_MAX_CONNECTIONS", int)):
-        v = doc.get(key)
+        v, source = doc.get(key), f"config {file}: {key}"
         e = env.get(var)
         if not _blank(e):
-            v = e
+            v, source = e, var
         if v is None:
             continue
         try:
@@ -368,8 +376,8 @@ def _load_security(cfg: Config, doc: dict, env) -> None:
                 raise ValueError
             n = kind(v)
         except (TypeError, ValueError):
-            raise ConfigError(f"{key} {v!r}: expected a positive "
+            raise ConfigError(f"{source} {v!r}: expected a positive "
                               f"{'integer' if kind is int else 'number of seconds'}") from None
         if not 0 < n < float("inf"):
-            raise ConfigError(f"{key} {v!r}: must be positive and finite")
+            raise ConfigError(f"{source} {v!r}: must be positive and finite")
         setattr(cfg, key, n)
