@@ -74,7 +74,7 @@ def _check_type(content_type: str | None, strict: bool, quiet: bool) -> bool:
 
     if registry.entry(content_type) is None:
         message = bad_type("--type", content_type, [e.type for e in registry.entries()])
-        if strict or os.environ.get(STRICT_TYPES_ENV, "") == "1":
+        if strict or _strict_env():
             usage_error("compress", message)
         if not quiet and sys.stderr.isatty():
             warn(f"caveman-engine compress: {message}; the input passes through")
@@ -87,6 +87,21 @@ def _check_type(content_type: str | None, strict: bool, quiet: bool) -> bool:
         except rules.UnknownRule as exc:
             usage_error("compress", bad_value(rules.ENV, exc.name, rules.ORDER))
     return True
+
+
+_ON, _OFF = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+
+
+def _strict_env() -> bool:
+    """CAVEMAN_STRICT_TYPES: 1 (true, yes, on) or 0 (false, no, off; unset or blank alike);
+    any other value is a usage error rather than a setting silently not applied."""
+    value = os.environ.get(STRICT_TYPES_ENV, "")
+    word = value.strip().lower()
+    if not word or word in _OFF:
+        return False
+    if word in _ON:
+        return True
+    usage_error("compress", bad_value(STRICT_TYPES_ENV, value, ("1", "0"), also=_ON + _OFF))
 
 
 def fast_args(args: list[str]) -> tuple[str | None, list[str]] | None:

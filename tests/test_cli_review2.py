@@ -242,3 +242,22 @@ def test_every_bad_proxy_setting_names_its_source(proxy_env, here, yaml, env, li
     p = subprocess.run([console_script(), "proxy", "--config", "c.yaml"],
                        env={**proxy_env, **env}, capture_output=True, timeout=30)
     assert (p.returncode, p.stderr.decode()) == (1, f"caveman-engine proxy: {line}\n")
+
+
+# --------------------------------------------------------------------------- environment
+
+@pytest.mark.parametrize("value, code, err", [
+    ("true", 2, "caveman-engine compress: --type jsn: unknown or unavailable content type "
+                "(did you mean json?)\n"),
+    ("off", 0, None),
+    ("tru", 2, "caveman-engine compress: CAVEMAN_STRICT_TYPES tru: not one of 1, 0 "
+               "(did you mean true?)\n"),
+])
+def test_strict_types_env_takes_a_boolean_or_says_what_is_wrong(cli, here, value, code, err):
+    """CAVEMAN_STRICT_TYPES=true (or any value but 1) was silently not strict."""
+    r = cli("compress", "--type", "jsn", "a.json", env={"CAVEMAN_STRICT_TYPES": value})
+    assert r.returncode == code
+    if err is not None:
+        assert (r.stdout, r.stderr.decode()) == (b"", err)
+    else:
+        assert r.stdout == b'{"a": 1}' and json.loads(r.stderr)["content_type"] == "jsn"
