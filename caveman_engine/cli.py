@@ -232,6 +232,22 @@ def _given_value(opts: list[str], args: list[str]) -> str | None:
     return found
 
 
+def _blank(value: str | None) -> bool:
+    """A value given on the command line that is empty or only blanks (None: not given)."""
+    return value is not None and not value.strip()
+
+
+def _kind(param_type: click.ParamType) -> str:
+    """What a value of ``param_type`` is, for ``--opt is empty: name …``: a number, or the
+    type's own upper-case name (``AGE``: an age)."""
+    if isinstance(param_type, (click.types.IntParamType, click.types.FloatParamType)):
+        return "a number"
+    name = param_type.name
+    if not name.isupper():
+        return "a value"
+    return f"{'an' if name[0] in 'AEIOU' else 'a'} {name.lower()}"
+
+
 def usage_line(exc: click.UsageError, args: list[str] = (), where: str | None = None,
                command: click.Command | None = None) -> str:
     """One line for any click usage error, the same everywhere: ``caveman-engine CMD: ...``,
@@ -257,14 +273,9 @@ def usage_line(exc: click.UsageError, args: list[str] = (), where: str | None = 
         else:
             message = f"missing {param.make_metavar(ctx) if ctx is not None else param.name}"
     elif (isinstance(exc, click.BadParameter) and exc.param is not None and exc.param.opts
-          and not (_given_value(exc.param.opts, list(args)) or "").strip()
-          and _given_value(exc.param.opts, list(args)) is not None):
+          and _blank(_given_value(exc.param.opts, list(args)))):
         # an empty number or age (`--limit ''`), said as every empty value is
-        kind = exc.param.type
-        what = ("a number" if isinstance(kind, click.types._NumberParamTypeBase)
-                else f"{'an' if kind.name[:1] in 'AEIOU' else 'a'} {kind.name.lower()}"
-                if kind.name.isupper() else "a value")
-        message = f"{max(exc.param.opts, key=len)} is empty: name {what}"
+        message = f"{max(exc.param.opts, key=len)} is empty: name {_kind(exc.param.type)}"
     elif (isinstance(exc, click.BadParameter) and exc.param is not None
           and isinstance(exc.param.type, click.Choice) and exc.param.opts):
         # a plain click.Choice (ours are worded by Choice.convert)

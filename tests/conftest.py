@@ -116,6 +116,23 @@ def cli(cli_env):
     return run
 
 
+@pytest.fixture
+def big_handle(cli):
+    """The handle and bytes of a stored original large enough that ``| head -c1`` closes the
+    pipe while the command is still writing."""
+    data = json.dumps({"rows": [{"id": i, "name": f"n{i}"} for i in range(100_000)]}).encode()
+    r = cli("compress", input=data)
+    return json.loads(r.stderr)["recovery_handle"], data
+
+
+def head_pipeline(command: str, env: dict) -> tuple[str, str, bytes]:
+    """``command | head -c1`` in a real shell: the exit statuses of both sides, and stderr."""
+    script = f'{command} | head -c1 >/dev/null; echo "${{PIPESTATUS[0]}} ${{PIPESTATUS[1]}}"'
+    p = subprocess.run(["bash", "-c", script], capture_output=True, env=env, timeout=120)
+    ours, head = p.stdout.decode().split()
+    return ours, head, p.stderr
+
+
 @lru_cache(maxsize=1)
 def token_counter():
     """The engine's own o200k_base counter (no rank cache on disk)."""

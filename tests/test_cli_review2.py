@@ -14,8 +14,7 @@ import tarfile
 
 import pytest
 
-from .conftest import CORPUS, console_script
-from .test_cli_rules import _pipeline, big_handle  # noqa: F401 - a fixture
+from .conftest import CORPUS, console_script, head_pipeline
 
 GITHUB = CORPUS / "github.tools.json"
 
@@ -75,7 +74,7 @@ def test_store_export_dash_refuses_a_terminal(cli_env, here, handle):
 
 
 def test_store_export_dash_to_a_reader_that_stops_early_is_141(cli_env, here, big_handle):
-    ours, head, err = _pipeline(f"{console_script()} store export -", cli_env)
+    ours, head, err = head_pipeline(f"{console_script()} store export -", cli_env)
     assert (ours, head, err) == ("141", "0", b"")
 
 

@@ -14,7 +14,7 @@ import subprocess
 
 import pytest
 
-from .conftest import CORPUS, console_script
+from .conftest import CORPUS, console_script, head_pipeline
 
 GITHUB = CORPUS / "github.tools.json"
 MISSING = "missing.json"
@@ -211,33 +211,18 @@ def test_measure_without_file_reads_a_piped_stdin(cli):
 
 # --------------------------------------------------------------------------- broken pipes
 
-@pytest.fixture
-def big_handle(cli):
-    data = json.dumps({"rows": [{"id": i, "name": f"n{i}"} for i in range(100_000)]}).encode()
-    r = cli("compress", input=data)
-    return json.loads(r.stderr)["recovery_handle"], data
-
-
-def _pipeline(command: str, env: dict) -> tuple[str, str, bytes]:
-    """``command | head -c1`` in a real shell: the exit statuses of both sides, and stderr."""
-    script = f'{command} | head -c1 >/dev/null; echo "${{PIPESTATUS[0]}} ${{PIPESTATUS[1]}}"'
-    p = subprocess.run(["bash", "-c", script], capture_output=True, env=env, timeout=120)
-    ours, head = p.stdout.decode().split()
-    return ours, head, p.stderr
-
-
 @pytest.mark.parametrize("unbuffered", [False, True])
 def test_head_ends_retrieve_quietly_with_141(cli_env, big_handle, unbuffered):
     handle, _ = big_handle
     env = {**cli_env, **({"PYTHONUNBUFFERED": "1"} if unbuffered else {})}
-    ours, head, err = _pipeline(f"{console_script()} retrieve {handle}", env)
+    ours, head, err = head_pipeline(f"{console_script()} retrieve {handle}", env)
     assert (ours, head, err) == ("141", "0", b"")
 
 
 def test_head_ends_compress_quietly_with_141(cli_env, tmp_path):
     src = tmp_path / "big.txt"
     src.write_bytes(b"line of text\n" * 400_000)
-    ours, head, err = _pipeline(f"{console_script()} compress --type nosuch {src}", cli_env)
+    ours, head, err = head_pipeline(f"{console_script()} compress --type nosuch {src}", cli_env)
     assert (ours, head, err) == ("141", "0", b"")
 
 
