@@ -449,7 +449,7 @@ def retrieve(output: str | None, quiet: bool, handle: str | None, query: str | N
 
     if not handle:
         usage_error("retrieve", f"missing HANDLE ({RETRIEVE_USAGE})")
-    store = open_store_or_fail("retrieve")
+    store = open_store_or_fail("retrieve", create=False)
     try:
         data = Engine(store, counter=None).retrieve(handle, query)
     except InvalidHandle:
@@ -473,7 +473,7 @@ def stats(fmt: str, quiet: bool) -> None:
     and after, per content type, and the bytes kept against the budget."""
     from .store import StoreError
 
-    store = open_store_or_fail("stats")
+    store = open_store_or_fail("stats", create=False)
     try:
         summary = store.summary()
     except StoreError as exc:

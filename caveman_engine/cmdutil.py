@@ -247,11 +247,20 @@ def _write_all(command: str, path: str, fd: int, data: bytes, *, sync: bool) -> 
         error(command, f"write {path}: {_reason(exc)}")
 
 
-def open_store_or_fail(command: str | None = None):
-    """The default store, or ``caveman-engine CMD: cannot open recovery store: …``, exit 1."""
-    from .store import StoreError, open_store
+def open_store_or_fail(command: str | None = None, *, create: bool = True):
+    """The default store, or ``caveman-engine CMD: cannot open recovery store: …``, exit 1.
+    ``create`` False (a command that only reads: ``stats``, ``retrieve``): a SQLite store
+    that is not there yet is read as an empty one, and neither it nor its directory is
+    made, as the ``store`` commands do."""
+    from .store import MEMORY, StoreError, exists, open_store, resolve_path
 
     try:
+        if not create:
+            path = resolve_path(create=False)
+            home = os.path.dirname(path) or "."
+            # a home that is there but no directory is still the error compress would give
+            if not exists(path) and (os.path.isdir(home) or not os.path.lexists(home)):
+                return open_store(MEMORY)
         return open_store()
     except StoreError as exc:
         error(command, f"cannot open recovery store: {exc}")

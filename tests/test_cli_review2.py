@@ -260,3 +260,30 @@ def test_strict_types_env_takes_a_boolean_or_says_what_is_wrong(cli, here, value
         assert (r.stdout, r.stderr.decode()) == (b"", err)
     else:
         assert r.stdout == b'{"a": 1}' and json.loads(r.stderr)["content_type"] == "jsn"
+
+
+# --------------------------------------------------------------------------- reading commands
+
+def test_stats_and_retrieve_create_no_store(cli, tmp_path):
+    """stats and retrieve only read: where no store is yet, they answer as an empty store
+    does and create neither the store nor its directory (they used to make both), like the
+    store commands."""
+    home = tmp_path / "home"
+    env = {"CAVEMAN_CCR_DB": None, "CAVEMAN_HOME": str(home)}
+    missing = "ccr_00000000000000000000000000000000"
+
+    def answers() -> list[tuple[int, bytes, bytes]]:
+        runs = [cli("stats", env=env), cli("stats", "--format", "text", env=env),
+                cli("retrieve", missing, env=env)]
+        return [(r.returncode, r.stdout, r.stderr) for r in runs]
+
+    none = answers()
+    assert not home.exists()
+    assert none[2] == (1, b"", f"caveman-engine retrieve: {missing}: recovery handle not "
+                               "found\n".encode())
+    # the same answers from a store that exists and is empty
+    cli("compress", input=b"plain text that nothing rewrites", env=env)
+    assert (home / "ccr.db").exists()
+    empty = answers()
+    assert json.loads(empty[0][1])["totals"]["count"] == 0
+    assert none == empty

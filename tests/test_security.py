@@ -170,8 +170,9 @@ def test_missing_parents_of_caveman_home_are_created_0700(tmp_path, rank_cache_d
     existing = tmp_path / "open"
     existing.mkdir()
     existing.chmod(0o755)  # an existing directory is left as it is (like MkdirAll)
-    r = run_cli("stats", umask=0, env={"CAVEMAN_HOME": str(existing / ".caveman"),
-                                       "CAVEMAN_CACHE_DIR": str(rank_cache_dir)})
+    r = run_cli("compress", data=log(), umask=0,
+                env={"CAVEMAN_HOME": str(existing / ".caveman"),
+                     "CAVEMAN_CACHE_DIR": str(rank_cache_dir)})
     assert r.returncode == 0 and mode(existing) == 0o755 and mode(existing / ".caveman") == 0o700
 
 
