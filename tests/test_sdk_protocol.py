@@ -66,6 +66,23 @@ class Proxy(ProxyProcess):
             "tokens_before"]
 
 
+@pytest.fixture
+def start_proxy(tmp_path, upstream, rank_cache_dir):
+    """``start_proxy(level=…, yaml=…, extra_env=…)``: a :class:`Proxy` of the test's own (its
+    home in tmp_path, the test's fake upstream), stopped when the test ends."""
+    started = []
+
+    def start(**options) -> Proxy:
+        home = tmp_path / "p"
+        home.mkdir()
+        started.append(Proxy(home, upstream.upstream_url, rank_cache_dir, **options))
+        return started[-1]
+
+    yield start
+    for p in started:
+        p.stop()
+
+
 @pytest.fixture(scope="module")
 def upstream():
     h = Harness(proxy=False).start()
@@ -274,28 +291,22 @@ def test_tool_search_ranks_by_embeddings_when_asked(proxy):
     assert found.deferred_count == len(tools) - 3
 
 
-def test_tool_search_embeddings_without_wordllama_is_bm25(tmp_path, upstream, rank_cache_dir):
+def test_tool_search_embeddings_without_wordllama_is_bm25(tmp_path, start_proxy):
     """Without the optional wordllama (here: a package of that name that cannot be imported
     shadows it), ranker "embeddings" is answered with BM25 and says so, as the SDK expects of
     a gateway with no embedding provider."""
     shadow = tmp_path / "shadow" / "wordllama"
     shadow.mkdir(parents=True)
     (shadow / "__init__.py").write_text("raise ImportError('wordllama is not installed')\n")
-    home = tmp_path / "p"
-    home.mkdir()
-    p = Proxy(home, upstream.upstream_url, rank_cache_dir,
-              extra_env={"PYTHONPATH": str(shadow.parent)})
-    try:
-        tools = [CaveTool(t["name"], t["description"], t["inputSchema"]) for t in _catalog()]
-        found = _cave(p).tool_search(tools, "create a pull request", max_tools=4,
-                                     ranker="embeddings")
-        assert found.method == "bm25"
-        from caveman_engine.evals import lexical
+    p = start_proxy(extra_env={"PYTHONPATH": str(shadow.parent)})
+    tools = [CaveTool(t["name"], t["description"], t["inputSchema"]) for t in _catalog()]
+    found = _cave(p).tool_search(tools, "create a pull request", max_tools=4,
+                                 ranker="embeddings")
+    assert found.method == "bm25"
+    from caveman_engine.evals import lexical
 
-        assert [t["name"] for t in found.tools] == [
-            n for n, _ in lexical.rank("create a pull request", _catalog())][:4]
-    finally:
-        p.stop()
+    assert [t["name"] for t in found.tools] == [
+        n for n, _ in lexical.rank("create a pull request", _catalog())][:4]
 
 
 @pytest.mark.parametrize("doc,code", [
@@ -341,25 +352,20 @@ def test_deep_nesting_is_a_bad_request(proxy, path):
 
 
 @pytest.mark.parametrize("path", ["/sdk/v1/compress", "/caveman/v1/middleware/optimize"])
-def test_a_runtime_body_that_stalls_gets_408_at_once(tmp_path, upstream, rank_cache_dir, path):
+def test_a_runtime_body_that_stalls_gets_408_at_once(start_proxy, path):
     import socket
     import time
 
-    home = tmp_path / "p"
-    home.mkdir()
-    p = Proxy(home, upstream.upstream_url, rank_cache_dir, yaml="body_timeout: 1\n")
-    try:
-        with socket.create_connection(("127.0.0.1", p.port)) as s:
-            s.sendall(f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
-                      "application/json\r\nContent-Length: 1000\r\n\r\n{".encode())
-            s.settimeout(10)
-            t0, data = time.monotonic(), b""
-            while chunk := s.recv(65536):
-                data += chunk
-            took = time.monotonic() - t0
-        assert data.startswith(b"HTTP/1.1 408 ") and took < 3, (took, data[:200])
-    finally:
-        p.stop()
+    p = start_proxy(yaml="body_timeout: 1\n")
+    with socket.create_connection(("127.0.0.1", p.port)) as s:
+        s.sendall(f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+                  "application/json\r\nContent-Length: 1000\r\n\r\n{".encode())
+        s.settimeout(10)
+        t0, data = time.monotonic(), b""
+        while chunk := s.recv(65536):
+            data += chunk
+        took = time.monotonic() - t0
+    assert data.startswith(b"HTTP/1.1 408 ") and took < 3, (took, data[:200])
 
 
 # -- middleware protocol 1.1
@@ -540,24 +546,19 @@ def test_a_torn_revocation_file_cannot_swallow_a_revocation(tmp_path, upstream, 
         again.stop()
 
 
-def test_a_key_file_that_is_a_symlink_is_refused(tmp_path, upstream, rank_cache_dir):
-    home = tmp_path / "p"
-    home.mkdir()
-    p = Proxy(home, upstream.upstream_url, rank_cache_dir)
-    try:
-        key_home = Path(p.env["CAVEMAN_HOME"])
-        key_home.mkdir(mode=0o700)
-        (tmp_path / "elsewhere").write_text("ab" * 32 + "\n")
-        (key_home / "middleware.key").symlink_to(tmp_path / "elsewhere")
-        status, caps = _post(p, "/caveman/v1/middleware/capabilities", None)
-        assert status == 200 and caps["recovery"] is False
-        doc = {"schema_version": 1, "scope": _wire(Scope("a", "b")), "handle": "cmw_" + "0" * 48}
-        status, out = _post(p, "/caveman/v1/middleware/retrieve", doc)
-        assert status == 503 and out["error"]["code"] == "recovery_unavailable"
-        assert "not a regular file" in out["error"]["message"]
-        assert str(tmp_path) not in out["error"]["message"]  # no path reaches a client
-    finally:
-        p.stop()
+def test_a_key_file_that_is_a_symlink_is_refused(tmp_path, start_proxy):
+    p = start_proxy()
+    key_home = Path(p.env["CAVEMAN_HOME"])
+    key_home.mkdir(mode=0o700)
+    (tmp_path / "elsewhere").write_text("ab" * 32 + "\n")
+    (key_home / "middleware.key").symlink_to(tmp_path / "elsewhere")
+    status, caps = _post(p, "/caveman/v1/middleware/capabilities", None)
+    assert status == 200 and caps["recovery"] is False
+    doc = {"schema_version": 1, "scope": _wire(Scope("a", "b")), "handle": "cmw_" + "0" * 48}
+    status, out = _post(p, "/caveman/v1/middleware/retrieve", doc)
+    assert status == 503 and out["error"]["code"] == "recovery_unavailable"
+    assert "not a regular file" in out["error"]["message"]
+    assert str(tmp_path) not in out["error"]["message"]  # no path reaches a client
 
 
 def test_retrieve_takes_integral_floats(proxy, runtime):
@@ -714,17 +715,15 @@ def test_openai_adapter_compresses_the_tool_result_and_recovers_it(proxy, runtim
 
 
 @pytest.mark.parametrize("level", ["toolschema", "toolschema-max"])
-def test_the_recovery_tool_reaches_the_model_as_the_adapter_wrote_it(tmp_path, upstream,
-                                                                    rank_cache_dir, level):
+def test_the_recovery_tool_reaches_the_model_as_the_adapter_wrote_it(start_proxy, upstream,
+                                                                    level):
     """At a catalog level the proxy rewrites every tool but the middleware's caveman_retrieve,
     whose text the adapter checks and the model needs whole; the stored original is the
     catalog as sent."""
     openai = pytest.importorskip("openai")
     from caveman_middleware.openai import with_caveman_openai_tools
 
-    home = tmp_path / "p"
-    home.mkdir()
-    p = Proxy(home, upstream.upstream_url, rank_cache_dir, level=level)
+    p = start_proxy(level=level)
     rt = MiddlewareRuntime(endpoint=p.url)
     try:
         rt.ready()
@@ -746,31 +745,25 @@ def test_the_recovery_tool_reaches_the_model_as_the_adapter_wrote_it(tmp_path, u
         assert back.returncode == 0 and json.loads(back.stdout) == loop.tools
     finally:
         rt.close()
-        p.stop()
 
 
-def test_the_recovery_tool_is_kept_when_its_name_is_escaped(tmp_path, upstream, rank_cache_dir):
+def test_the_recovery_tool_is_kept_when_its_name_is_escaped(start_proxy, upstream):
     """A JSON escape in the name ("caveman\\u005fretrieve") names the same tool."""
     from caveman_cloud.middleware.runtime import RECOVERY_DESCRIPTION, RECOVERY_SCHEMA
 
-    home = tmp_path / "p"
-    home.mkdir()
-    p = Proxy(home, upstream.upstream_url, rank_cache_dir, level="toolschema")
-    try:
-        recovery = json.dumps({"name": "caveman_retrieve", "description": RECOVERY_DESCRIPTION,
-                               "input_schema": RECOVERY_SCHEMA}).replace(
-            "caveman_retrieve", "caveman\\u005fretrieve")
-        others = json.dumps(json.loads((ROOT / "corpus" / "formats" /
-                                        "github.anthropic.json").read_text()))[1:-1]
-        body = ('{"model":"m","max_tokens":8,"messages":[{"role":"user","content":"hi"}],'
-                f'"tools":[{others},{recovery}]}}').encode()
-        r = request(p.url + "/v1/messages", body)
-        assert r.status == 200
-        sent = [x for x in upstream.fake.received if x.path == "/v1/messages"][-1].body
-        assert recovery.encode() in sent  # byte for byte
-        assert others.encode() not in sent  # the rest rewritten
-    finally:
-        p.stop()
+    p = start_proxy(level="toolschema")
+    recovery = json.dumps({"name": "caveman_retrieve", "description": RECOVERY_DESCRIPTION,
+                           "input_schema": RECOVERY_SCHEMA}).replace(
+        "caveman_retrieve", "caveman\\u005fretrieve")
+    others = json.dumps(json.loads((ROOT / "corpus" / "formats" /
+                                    "github.anthropic.json").read_text()))[1:-1]
+    body = ('{"model":"m","max_tokens":8,"messages":[{"role":"user","content":"hi"}],'
+            f'"tools":[{others},{recovery}]}}').encode()
+    r = request(p.url + "/v1/messages", body)
+    assert r.status == 200
+    sent = [x for x in upstream.fake.received if x.path == "/v1/messages"][-1].body
+    assert recovery.encode() in sent  # byte for byte
+    assert others.encode() not in sent  # the rest rewritten
 
 
 def test_async_openai_adapter_through_the_async_runtime(proxy, runtime, upstream):

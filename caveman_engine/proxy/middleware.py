@@ -204,7 +204,7 @@ def _persistent(engine) -> bool:
 def _capabilities(st: State, _body: bytes):
     try:
         engine = st.engine(counting=False)
-        st.scopes.tag(("capabilities",) * 4, "ccr_" + "0" * 32)  # the handle key is usable
+        st.scopes.check()  # the handle key is usable
         recovery = True
         persistent = _persistent(engine)
     except (Unavailable, Unusable) as exc:

@@ -117,6 +117,11 @@ class Scopes:
             self._path = os.path.join(home, REVOKED_FILE)
         return self._key
 
+    def check(self) -> None:
+        """:class:`Unusable` unless the key can be read (or made): handles can be issued."""
+        with self._lock:
+            self._open()
+
     def tag(self, scope: tuple[str, ...], ccr: str) -> str:
         """16 hex digits binding ``ccr`` (``ccr_`` + 32 hex digits) to ``scope``."""
         with self._lock:
