@@ -24,12 +24,18 @@ STRICT_TYPES_ENV = "CAVEMAN_STRICT_TYPES"
 
 
 def did_you_mean(word: str, choices) -> str:
-    """`` (did you mean X?)`` for the choice closest to a mistyped ``word``, or ``""``. The one
-    helper behind every "did you mean" of the command line (options, --type, --format, the
-    proxy's level, ...): a choice that differs only in case, surrounding blanks or ``_`` for
-    ``-`` is the answer; else difflib's closest match (ratio 0.6 or more, case ignored); else
-    the one choice that ``word`` is a whole ``-``-separated part of (``max``:
-    ``toolschema-max``)."""
+    """`` (did you mean X?)`` for the choice closest to a mistyped ``word`` (:func:`closest`),
+    or ``""``. The one helper behind every "did you mean" of the command line (options,
+    --type, --format, the proxy's level and config keys, ...)."""
+    found = closest(word, choices)
+    return f" (did you mean {found}?)" if found is not None and found != word else ""
+
+
+def closest(word: str, choices) -> str | None:
+    """The choice ``word`` most likely meant: one that differs only in case, surrounding
+    blanks or ``_`` for ``-``; else difflib's closest match (ratio 0.6 or more, case
+    ignored); else the one choice that ``word`` is a whole ``-``-separated part of (``max``:
+    ``toolschema-max``); else None."""
     import difflib
 
     def norm(text: str) -> str:
@@ -41,17 +47,17 @@ def did_you_mean(word: str, choices) -> str:
         by_norm.setdefault(norm(c), c)
     low = norm(word)
     if not low:
-        return ""
-    if low in by_norm and by_norm[low] != word:
-        return f" (did you mean {by_norm[low]}?)"
+        return None
+    if low in by_norm:
+        return by_norm[low]
     by_lower: dict[str, str] = {}
     for c in choices:
         by_lower.setdefault(c.lower(), c)
     found = difflib.get_close_matches(word.lower(), list(by_lower), n=1, cutoff=0.6)
     if found:
-        return f" (did you mean {by_lower[found[0]]}?)"
-    parts = {c for n, c in by_norm.items() if low in n.split("-") and n != low}
-    return f" (did you mean {parts.pop()}?)" if len(parts) == 1 else ""
+        return by_lower[found[0]]
+    parts = {c for n, c in by_norm.items() if low in n.split("-")}
+    return parts.pop() if len(parts) == 1 else None
 
 
 def option_problem(word: str, names, flags=()) -> str | None:

@@ -35,7 +35,6 @@ mapping) or a bad value is a :class:`ConfigError` (exit 1); a bad ``--level``/``
 
 from __future__ import annotations
 
-import difflib
 import ipaddress
 import os
 from dataclasses import dataclass, field
@@ -83,25 +82,17 @@ _ALIASES = {"level": "toolschema_strip", "strip": "toolschema_strip", "baseurl":
 
 
 def _suggest(value: object, choices) -> str | None:
-    """The choice ``value`` most likely meant: the same up to case, blanks and ``_``/``-``;
-    else the one choice it ends or starts a word of (``max`` → ``toolschema-max``); else a
-    close spelling."""
+    """The choice ``value`` most likely meant: a name people reach for that is spelt
+    differently here (:data:`_ALIASES`), else the command line's :func:`cmdutil.closest`."""
+    from ..cmdutil import closest
+
     if not isinstance(value, str):
         return None
     v = value.strip().lower().replace("_", "-")
-    if not v:
-        return None
-    norm = {c.lower().replace("_", "-"): c for c in choices}
-    if v in norm:
-        return norm[v]
     alias = _ALIASES.get(v.replace("-", "_")) or _ALIASES.get(v.replace("-", ""))
     if alias in choices:
         return alias
-    parts = [c for n, c in norm.items() if v in n.split("-")]
-    if len(parts) == 1:
-        return parts[0]
-    close = difflib.get_close_matches(v, list(norm), n=1, cutoff=0.6)
-    return norm[close[0]] if close else None
+    return closest(value, choices)
 
 
 def _hint(value: object, choices) -> str:
